@@ -1,0 +1,1 @@
+//! Embedded Kubernetes- and kcp-compatible API server.

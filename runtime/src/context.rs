@@ -1,0 +1,251 @@
+//! What the runtime hands to `create_or_update` and `delete`: the configuration, the clusters and
+//! who the tenant is, identical in standard and kcp mode.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::provider::{ServiceProvider, WorkloadCluster};
+use crate::provider_config::ProviderConfigResource;
+
+/// Where the object being reconciled lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// On the shared onboarding cluster; the tenant cluster is the MCP cluster.
+    Standard,
+    /// In a kcp workspace that bound the provider's APIExport; the tenant cluster is the workspace.
+    Kcp,
+}
+
+impl Mode {
+    /// `standard` or `kcp`, as used in logs and metric labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Standard => "standard",
+            Mode::Kcp => "kcp",
+        }
+    }
+}
+
+/// Who the tenant is: the Service API object's key, qualified by its logical cluster in kcp mode.
+///
+/// Two objects with the same namespace and name in different workspaces are different tenants;
+/// nothing in the runtime keys objects by namespace and name alone.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Identity {
+    /// The kcp logical cluster name; `None` in standard mode.
+    pub cluster: Option<String>,
+    /// Namespace of the Service API object.
+    pub namespace: String,
+    /// Name of the Service API object.
+    pub name: String,
+}
+
+impl Identity {
+    /// The namespace part of the identity used for access objects on the platform cluster:
+    /// the namespace in standard mode, `"<cluster>_<namespace>"` in kcp mode (as the Go
+    /// multicluster runtime does; `_` never occurs in a namespace, so the two cannot collide).
+    pub fn access_namespace(&self) -> String {
+        match &self.cluster {
+            Some(cluster) => format!("{cluster}_{}", self.namespace),
+            None => self.namespace.clone(),
+        }
+    }
+
+    /// The mode this identity belongs to.
+    pub fn mode(&self) -> Mode {
+        if self.cluster.is_some() { Mode::Kcp } else { Mode::Standard }
+    }
+}
+
+impl fmt::Display for Identity {
+    /// `namespace/name`, or `cluster|namespace/name` in kcp mode (kcp's cluster-aware key form).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(cluster) = &self.cluster {
+            write!(f, "{cluster}|")?;
+        }
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// A Secret by namespace and name, e.g. the one holding a cluster's kubeconfig.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SecretRef {
+    /// Namespace of the Secret.
+    pub namespace: String,
+    /// Name of the Secret.
+    pub name: String,
+}
+
+/// Access to one cluster: a ready client, the kubeconfig it was built from (to hand to a worker),
+/// and the Secret that holds that kubeconfig on the platform cluster, where there is one.
+#[derive(Clone)]
+pub struct ClusterAccess {
+    client: kube::Client,
+    kubeconfig: Arc<[u8]>,
+    secret_ref: Option<SecretRef>,
+}
+
+impl ClusterAccess {
+    /// Bundles a client with the kubeconfig it was built from.
+    pub fn new(client: kube::Client, kubeconfig: impl Into<Arc<[u8]>>, secret_ref: Option<SecretRef>) -> Self {
+        ClusterAccess { client, kubeconfig: kubeconfig.into(), secret_ref }
+    }
+
+    /// A client for this cluster.
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    /// The kubeconfig for this cluster, e.g. to put into a Secret for a worker. It holds a
+    /// credential: never log it.
+    pub fn kubeconfig(&self) -> &[u8] {
+        &self.kubeconfig
+    }
+
+    /// The platform-cluster Secret holding the kubeconfig (`None` for kcp workspace access,
+    /// whose token the runtime mints and refreshes itself).
+    pub fn secret_ref(&self) -> Option<&SecretRef> {
+        self.secret_ref.as_ref()
+    }
+}
+
+impl fmt::Debug for ClusterAccess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The kubeconfig carries a credential; it must never reach a log line.
+        f.debug_struct("ClusterAccess")
+            .field("secret_ref", &self.secret_ref)
+            .field("kubeconfig", &format_args!("<{} bytes redacted>", self.kubeconfig.len()))
+            .finish()
+    }
+}
+
+/// Type-level form of [`WorkloadCluster`]: decides what `Context::workload` returns.
+pub trait WorkloadAccess: Send + Sync + 'static {
+    /// The value form.
+    const MODE: WorkloadCluster;
+    /// What `Context::workload` returns.
+    type Access<'a>;
+    /// Picks the access from what the runtime ordered.
+    #[doc(hidden)]
+    fn select(access: Option<&ClusterAccess>) -> Self::Access<'_>;
+}
+
+/// Marker types for [`WorkloadAccess`], named in `#[service_provider]` output.
+pub mod workload {
+    use super::{ClusterAccess, WorkloadAccess, WorkloadCluster};
+
+    /// `workload_cluster = none` (the default).
+    pub struct NotDeclared;
+    /// `workload_cluster = optional`.
+    pub struct Optional;
+    /// `workload_cluster = required`.
+    pub struct Required;
+
+    /// Implemented for the workload-cluster modes in which `Context::workload` exists.
+    #[diagnostic::on_unimplemented(
+        message = "this provider declares no workload cluster, so its Context has none",
+        note = "add `workload_cluster = required` (or `optional`) to `#[service_provider(...)]`"
+    )]
+    pub trait Declared: WorkloadAccess {}
+
+    impl WorkloadAccess for NotDeclared {
+        const MODE: WorkloadCluster = WorkloadCluster::None;
+        type Access<'a> = ();
+        fn select(_: Option<&ClusterAccess>) {}
+    }
+
+    impl WorkloadAccess for Optional {
+        const MODE: WorkloadCluster = WorkloadCluster::Optional;
+        type Access<'a> = Option<&'a ClusterAccess>;
+        fn select(access: Option<&ClusterAccess>) -> Option<&ClusterAccess> {
+            access
+        }
+    }
+    impl Declared for Optional {}
+
+    impl WorkloadAccess for Required {
+        const MODE: WorkloadCluster = WorkloadCluster::Required;
+        type Access<'a> = &'a ClusterAccess;
+        fn select(access: Option<&ClusterAccess>) -> &ClusterAccess {
+            access.expect("the runtime builds a Context for a provider that requires a workload cluster only once that cluster's access is granted")
+        }
+    }
+    impl Declared for Required {}
+}
+
+/// Why a [`Context`] could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ContextError(String);
+
+/// Everything `create_or_update` and `delete` get besides the object itself.
+pub struct Context<P: ServiceProvider> {
+    provider_config: Arc<P::ProviderConfig>,
+    mcp: ClusterAccess,
+    workload: Option<ClusterAccess>,
+    platform: kube::Client,
+    identity: Identity,
+}
+
+impl<P: ServiceProvider> Context<P> {
+    /// Assembles a context; fails when a workload cluster is required but missing.
+    pub fn new(
+        provider_config: Arc<P::ProviderConfig>,
+        mcp: ClusterAccess,
+        workload: Option<ClusterAccess>,
+        platform: kube::Client,
+        identity: Identity,
+    ) -> Result<Self, ContextError> {
+        if <P::WorkloadCluster as WorkloadAccess>::MODE == WorkloadCluster::Required && workload.is_none() {
+            return Err(ContextError(format!(
+                "{} requires a workload cluster, but no workload access was given for {identity}",
+                P::INFO.kind
+            )));
+        }
+        Ok(Context { provider_config, mcp, workload, platform, identity })
+    }
+
+    /// The whole ProviderConfig object.
+    pub fn provider_config(&self) -> &P::ProviderConfig {
+        &self.provider_config
+    }
+
+    /// The author's `config` fields of the ProviderConfig.
+    pub fn config(&self) -> &P::Config {
+        self.provider_config.config()
+    }
+
+    /// The ProviderConfig fields every provider has (`versions`, `pollInterval`, …).
+    pub fn common(&self) -> &crate::ProviderConfigCommon {
+        self.provider_config.common()
+    }
+
+    /// The tenant's cluster: the MCP cluster in standard mode, the kcp workspace in kcp mode.
+    pub fn mcp(&self) -> &ClusterAccess {
+        &self.mcp
+    }
+
+    /// The workload cluster: `&ClusterAccess` for `workload_cluster = required`,
+    /// `Option<&ClusterAccess>` for `optional`; absent (a compile error) otherwise.
+    pub fn workload(&self) -> <P::WorkloadCluster as WorkloadAccess>::Access<'_>
+    where
+        P::WorkloadCluster: workload::Declared,
+    {
+        <P::WorkloadCluster as WorkloadAccess>::select(self.workload.as_ref())
+    }
+
+    /// A client for the platform cluster, where ProviderConfig and access objects live.
+    pub fn platform(&self) -> &kube::Client {
+        &self.platform
+    }
+
+    /// Who the tenant is.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// Standard or kcp.
+    pub fn mode(&self) -> Mode {
+        self.identity.mode()
+    }
+}

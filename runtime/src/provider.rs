@@ -1,0 +1,125 @@
+//! What a service provider is to the runtime: the traits `#[service_provider]` implements and the
+//! author implements.
+
+use std::fmt::Debug;
+use std::future::Future;
+
+use kube::core::NamespaceResourceScope;
+use kube::core::object::HasStatus;
+use kube::{CustomResourceExt, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::context::Context;
+use crate::error::Error;
+use crate::outcome::Outcome;
+use crate::provider_config::ProviderConfigResource;
+use crate::status::{ExtraStatus, ServiceStatus};
+
+/// Whether a provider needs a workload cluster besides the tenant's control plane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WorkloadCluster {
+    /// The provider works in the tenant cluster only.
+    None,
+    /// The platform operator decides: a workload cluster is ordered when the ProviderConfig has a
+    /// `workloadCluster` block.
+    Optional,
+    /// Every tenant gets a workload cluster (the workerless pattern).
+    Required,
+}
+
+/// Static facts about a provider, written by `#[service_provider]` from its attribute.
+///
+/// Everything the runtime derives from them (finalizer, manifests, RBAC, access object names) is
+/// computed in the runtime, so the macro stays a thin translation of the attribute.
+#[derive(Clone, Copy, Debug)]
+pub struct ProviderInfo {
+    /// API group of the Service API and the ProviderConfig, e.g. `velero.services.open-control-plane.io`.
+    pub group: &'static str,
+    /// API version, e.g. `v1alpha1`.
+    pub version: &'static str,
+    /// Kind of the Service API, e.g. `Velero`.
+    pub kind: &'static str,
+    /// Lower-case plural of the Service API, e.g. `veleros`.
+    pub plural: &'static str,
+    /// Whether the provider also serves tenants in kcp workspaces.
+    pub kcp: bool,
+}
+
+impl ProviderInfo {
+    /// The finalizer the runtime puts on every Service API object: `<group>/finalizer`, as the Go
+    /// runtime does.
+    pub fn finalizer(&self) -> String {
+        format!("{}/finalizer", self.group)
+    }
+
+    /// `<group>/<version>`.
+    pub fn api_version(&self) -> String {
+        format!("{}/{}", self.group, self.version)
+    }
+}
+
+/// A Service API type: the resource a tenant creates to ask for the service.
+///
+/// Implemented by `#[service_provider]`; never by hand. The supertraits are what kube-derive's
+/// `CustomResource` generates for the annotated struct.
+pub trait ServiceProvider:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + HasStatus<Status = ServiceStatus<<Self as ServiceProvider>::ExtraStatus>>
+    + CustomResourceExt
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+    /// The author's extra status fields (`status = T` in the attribute), or [`crate::NoStatus`].
+    type ExtraStatus: ExtraStatus;
+    /// The author's ProviderConfig fields (`config = T` in the attribute), or
+    /// [`crate::provider_config::NoConfig`].
+    type Config: Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static;
+    /// The generated cluster-scoped `ProviderConfig` resource of this provider's group.
+    type ProviderConfig: ProviderConfigResource<Config = Self::Config>;
+    /// Whether the provider uses a workload cluster (`workload_cluster = …` in the attribute), as
+    /// a type so that `Context::workload` exists only for providers that declared one.
+    type WorkloadCluster: crate::context::WorkloadAccess;
+
+    /// Static facts from the attribute.
+    const INFO: ProviderInfo;
+}
+
+/// The two functions a provider author writes.
+///
+/// Both are ordinary `async fn`s in the impl; the futures they return must be `Send` because the
+/// runtime reconciles many objects concurrently on a multi-threaded executor.
+///
+/// ```text
+/// impl Reconcile for Velero {
+///     async fn create_or_update(&self, cx: &Context<Self>) -> Result<Outcome, Error> { … }
+///     async fn delete(&self, cx: &Context<Self>) -> Result<Outcome, Error> { … }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no `impl Reconcile`: the runtime does not know how to install or remove it",
+    label = "`Reconcile` is not implemented for `{Self}`",
+    note = "add `impl Reconcile for {Self} {{ async fn create_or_update(&self, cx: &Context<Self>) -> Result<Outcome, Error> {{ … }} async fn delete(&self, cx: &Context<Self>) -> Result<Outcome, Error> {{ … }} }}`"
+)]
+pub trait Reconcile: ServiceProvider {
+    /// Install or update the service for this object. Called whenever the object, its
+    /// ProviderConfig or its cluster access changes, and at the ProviderConfig's poll interval.
+    /// Must be idempotent.
+    fn create_or_update(
+        &self,
+        cx: &Context<Self>,
+    ) -> impl Future<Output = Result<Outcome<Self::ExtraStatus>, Error>> + Send;
+
+    /// Remove everything `create_or_update` installed. Called while the object is being deleted
+    /// and its cluster access still exists; the finalizer is removed once this returns
+    /// [`Outcome::done`] and the runtime has given the access back.
+    fn delete(
+        &self,
+        cx: &Context<Self>,
+    ) -> impl Future<Output = Result<Outcome<Self::ExtraStatus>, Error>> + Send;
+}
