@@ -5,7 +5,7 @@
 //! in kcp workspaces. This crate is all an author depends on: the generated code reaches kube,
 //! k8s-openapi, schemars and serde through the re-exports below.
 
-pub use service_provider_macros::service_provider;
+pub use service_provider_macros::{api_type, service_provider};
 pub use service_provider_runtime::*;
 
 pub use k8s_openapi;
@@ -16,7 +16,7 @@ pub use serde_json;
 
 /// Everything a provider's `main.rs` usually needs.
 pub mod prelude {
-    pub use crate::service_provider;
+    pub use crate::{api_type, service_provider};
     pub use service_provider_runtime::{
         ClusterAccess, Context, Error, Identity, Mode, Outcome, Reconcile, ServiceProvider,
     };

@@ -53,7 +53,11 @@ impl Identity {
 
     /// The mode this identity belongs to.
     pub fn mode(&self) -> Mode {
-        if self.cluster.is_some() { Mode::Kcp } else { Mode::Standard }
+        if self.cluster.is_some() {
+            Mode::Kcp
+        } else {
+            Mode::Standard
+        }
     }
 }
 
@@ -87,8 +91,16 @@ pub struct ClusterAccess {
 
 impl ClusterAccess {
     /// Bundles a client with the kubeconfig it was built from.
-    pub fn new(client: kube::Client, kubeconfig: impl Into<Arc<[u8]>>, secret_ref: Option<SecretRef>) -> Self {
-        ClusterAccess { client, kubeconfig: kubeconfig.into(), secret_ref }
+    pub fn new(
+        client: kube::Client,
+        kubeconfig: impl Into<Arc<[u8]>>,
+        secret_ref: Option<SecretRef>,
+    ) -> Self {
+        ClusterAccess {
+            client,
+            kubeconfig: kubeconfig.into(),
+            secret_ref,
+        }
     }
 
     /// A client for this cluster.
@@ -114,7 +126,10 @@ impl fmt::Debug for ClusterAccess {
         // The kubeconfig carries a credential; it must never reach a log line.
         f.debug_struct("ClusterAccess")
             .field("secret_ref", &self.secret_ref)
-            .field("kubeconfig", &format_args!("<{} bytes redacted>", self.kubeconfig.len()))
+            .field(
+                "kubeconfig",
+                &format_args!("<{} bytes redacted>", self.kubeconfig.len()),
+            )
             .finish()
     }
 }
@@ -196,13 +211,21 @@ impl<P: ServiceProvider> Context<P> {
         platform: kube::Client,
         identity: Identity,
     ) -> Result<Self, ContextError> {
-        if <P::WorkloadCluster as WorkloadAccess>::MODE == WorkloadCluster::Required && workload.is_none() {
+        if <P::WorkloadCluster as WorkloadAccess>::MODE == WorkloadCluster::Required
+            && workload.is_none()
+        {
             return Err(ContextError(format!(
                 "{} requires a workload cluster, but no workload access was given for {identity}",
                 P::INFO.kind
             )));
         }
-        Ok(Context { provider_config, mcp, workload, platform, identity })
+        Ok(Context {
+            provider_config,
+            mcp,
+            workload,
+            platform,
+            identity,
+        })
     }
 
     /// The whole ProviderConfig object.

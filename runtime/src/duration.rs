@@ -37,7 +37,10 @@ impl FromStr for Duration {
     /// Parses the subset of Go's `time.ParseDuration` that is not negative: a sequence of decimal
     /// numbers, each with an optional fraction and a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`).
     fn from_str(input: &str) -> Result<Self, Self::Err> {
-        let err = |reason| ParseDurationError { input: input.to_owned(), reason };
+        let err = |reason| ParseDurationError {
+            input: input.to_owned(),
+            reason,
+        };
         if input == "0" {
             return Ok(Duration::default());
         }
@@ -47,13 +50,19 @@ impl FromStr for Duration {
         let mut rest = input;
         let mut total_nanos: f64 = 0.0;
         while !rest.is_empty() {
-            let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+            let number_len = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(rest.len());
             if number_len == 0 {
                 return Err(err("expected a number"));
             }
-            let number: f64 = rest[..number_len].parse().map_err(|_| err("a number is malformed"))?;
+            let number: f64 = rest[..number_len]
+                .parse()
+                .map_err(|_| err("a number is malformed"))?;
             rest = &rest[number_len..];
-            let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+            let unit_len = rest
+                .find(|c: char| c.is_ascii_digit() || c == '.')
+                .unwrap_or(rest.len());
             let nanos_per_unit = match &rest[..unit_len] {
                 "ns" => 1.0,
                 "us" | "µs" | "μs" => 1e3,
@@ -70,7 +79,9 @@ impl FromStr for Duration {
         if !total_nanos.is_finite() || total_nanos > u64::MAX as f64 {
             return Err(err("it is too long"));
         }
-        Ok(Duration(std::time::Duration::from_nanos(total_nanos.round() as u64)))
+        Ok(Duration(std::time::Duration::from_nanos(
+            total_nanos.round() as u64,
+        )))
     }
 }
 
@@ -83,9 +94,9 @@ impl fmt::Display for Duration {
         }
         if d.subsec_nanos() != 0 && d.as_secs() == 0 {
             let nanos = d.subsec_nanos();
-            return if nanos % 1_000_000 == 0 {
+            return if nanos.is_multiple_of(1_000_000) {
                 write!(f, "{}ms", nanos / 1_000_000)
-            } else if nanos % 1_000 == 0 {
+            } else if nanos.is_multiple_of(1_000) {
                 write!(f, "{}us", nanos / 1_000)
             } else {
                 write!(f, "{nanos}ns")

@@ -29,18 +29,33 @@ pub enum ErrorKind {
 impl Error {
     /// The end user's object or the operator's ProviderConfig is wrong; `message` says what to fix.
     pub fn invalid_input(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::InvalidInput, message: message.into(), reason: None, source: None }
+        Error {
+            kind: ErrorKind::InvalidInput,
+            message: message.into(),
+            reason: None,
+            source: None,
+        }
     }
 
     /// A failure worth retrying.
     pub fn transient(source: impl Into<Box<dyn StdError + Send + Sync + 'static>>) -> Self {
         let source = source.into();
-        Error { kind: ErrorKind::Transient, message: source.to_string(), reason: None, source: Some(source) }
+        Error {
+            kind: ErrorKind::Transient,
+            message: source.to_string(),
+            reason: None,
+            source: Some(source),
+        }
     }
 
     /// A failure worth retrying, described by a message only.
     pub fn transient_msg(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::Transient, message: message.into(), reason: None, source: None }
+        Error {
+            kind: ErrorKind::Transient,
+            message: message.into(),
+            reason: None,
+            source: None,
+        }
     }
 
     /// Prefixes the message with what was being done, e.g. `"installing the Velero CRDs"`.

@@ -5,18 +5,29 @@
 //! whose `#[service_provider]` attribute implements [`ServiceProvider`] for their type and whose
 //! `run` drives it. The modules below each own one concept.
 
+pub mod cli;
 pub mod context;
 pub mod duration;
 pub mod error;
+pub mod fields;
+pub mod kcp;
+pub mod manifests;
 pub mod outcome;
 pub mod provider;
 pub mod provider_config;
+pub mod rbac;
 pub mod status;
 
+pub use cli::run;
 pub use context::{ClusterAccess, Context, Identity, Mode};
 pub use duration::Duration;
 pub use error::Error;
+pub use fields::JsonFields;
+pub use manifests::{Manifest, manifests};
 pub use outcome::Outcome;
 pub use provider::{ProviderInfo, Reconcile, ServiceProvider, WorkloadCluster};
-pub use provider_config::{ProviderConfigCommon, ProviderConfigResource, VersionSpec};
-pub use status::{NoStatus, Phase, ServiceStatus};
+pub use provider_config::{
+    NoConfig, ProviderConfigCommon, ProviderConfigFields, ProviderConfigResource,
+    ProviderConfigStatus, VersionSpec,
+};
+pub use status::{ExtraStatus, NoStatus, Phase, ServiceStatus};

@@ -44,7 +44,11 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 
 impl<S> Outcome<S> {
     fn new(state: State) -> Self {
-        Outcome { state, requeue_after: None, status: None }
+        Outcome {
+            state,
+            requeue_after: None,
+            status: None,
+        }
     }
 
     /// The service is installed and ready. Reconciled again at the ProviderConfig poll interval.
@@ -55,7 +59,10 @@ impl<S> Outcome<S> {
     /// Not ready yet: reported as `phase: Progressing` with `Ready=False`, and reconciled again
     /// after [`requeue_after`](Self::requeue_after) (10 s unless set).
     pub fn progressing(reason: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::new(State::Progressing { reason: reason.into(), message: message.into() })
+        Self::new(State::Progressing {
+            reason: reason.into(),
+            message: message.into(),
+        })
     }
 
     /// Deletion finished.
@@ -66,7 +73,10 @@ impl<S> Outcome<S> {
     /// Deletion cannot proceed yet; reported with a `DeletionBlocked` condition and retried after
     /// [`requeue_after`](Self::requeue_after) (10 s unless set).
     pub fn blocked(reason: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::new(State::Blocked { reason: reason.into(), message: message.into() })
+        Self::new(State::Blocked {
+            reason: reason.into(),
+            message: message.into(),
+        })
     }
 
     /// Reconcile again after `after`, instead of the default for this outcome.

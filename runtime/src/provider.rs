@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use crate::context::Context;
 use crate::error::Error;
 use crate::outcome::Outcome;
-use crate::provider_config::ProviderConfigResource;
+use crate::provider_config::{ProviderConfigFields, ProviderConfigResource};
 use crate::status::{ExtraStatus, ServiceStatus};
 
 /// Whether a provider needs a workload cluster besides the tenant's control plane.
@@ -57,6 +57,11 @@ impl ProviderInfo {
     pub fn api_version(&self) -> String {
         format!("{}/{}", self.group, self.version)
     }
+
+    /// Name of the provider's APIExport when the ProviderConfig names none: the API group.
+    pub fn default_api_export_name(&self) -> &'static str {
+        self.group
+    }
 }
 
 /// A Service API type: the resource a tenant creates to ask for the service.
@@ -79,7 +84,7 @@ pub trait ServiceProvider:
     type ExtraStatus: ExtraStatus;
     /// The author's ProviderConfig fields (`config = T` in the attribute), or
     /// [`crate::provider_config::NoConfig`].
-    type Config: Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static;
+    type Config: ProviderConfigFields;
     /// The generated cluster-scoped `ProviderConfig` resource of this provider's group.
     type ProviderConfig: ProviderConfigResource<Config = Self::Config>;
     /// Whether the provider uses a workload cluster (`workload_cluster = …` in the attribute), as

@@ -4,7 +4,9 @@
 use std::fmt::Debug;
 
 use k8s_openapi::api::core::v1::LocalObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::core::ClusterResourceScope;
+use kube::core::object::HasStatus;
 use kube::{CustomResourceExt, Resource};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -19,6 +21,7 @@ use crate::error::Error;
 /// `config` fields side by side.
 pub trait ProviderConfigResource:
     Resource<DynamicType = (), Scope = ClusterResourceScope>
+    + HasStatus<Status = ProviderConfigStatus>
     + CustomResourceExt
     + Clone
     + Debug
@@ -36,6 +39,38 @@ pub trait ProviderConfigResource:
 
     /// The author's fields.
     fn config(&self) -> &Self::Config;
+}
+
+/// What a provider author's `config` type must be: the fields are merged into the ProviderConfig's
+/// `spec`, so they need a schema and serde, and the runtime shares them across reconciles.
+///
+/// Blanket-implemented; declare the type with `#[service_provider::api_type]` to get the derives.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the `config` of a service provider",
+    label = "needs Clone, Debug, Serialize, Deserialize and JsonSchema",
+    note = "declare it with `#[service_provider::api_type]` and `#[derive(Clone, Debug)]`"
+)]
+pub trait ProviderConfigFields:
+    Clone + Debug + Serialize + DeserializeOwned + JsonSchema + Send + Sync + 'static
+{
+}
+
+impl<T> ProviderConfigFields for T where
+    T: Clone + Debug + Serialize + DeserializeOwned + JsonSchema + Send + Sync + 'static
+{
+}
+
+/// Status of a ProviderConfig, written by the runtime: whether it was understood.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderConfigStatus {
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Conditions, keyed by `type`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::status::conditions_schema")]
+    pub conditions: Vec<Condition>,
 }
 
 /// The ProviderConfig of a provider that declares no `config` type: no extra fields.
@@ -152,7 +187,10 @@ impl ProviderConfigCommon {
 pub fn versions_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let mut schema = generator.subschema_for::<Vec<VersionSpec>>();
     schema.insert("x-kubernetes-list-type".into(), "map".into());
-    schema.insert("x-kubernetes-list-map-keys".into(), serde_json::json!(["version"]));
+    schema.insert(
+        "x-kubernetes-list-map-keys".into(),
+        serde_json::json!(["version"]),
+    );
     schema
 }
 
@@ -172,8 +210,14 @@ mod tests {
     fn resolve_version_lists_offered_versions() {
         let common = ProviderConfigCommon {
             versions: vec![
-                VersionSpec { version: "1.15.0".into(), ..Default::default() },
-                VersionSpec { version: "1.16.1".into(), ..Default::default() },
+                VersionSpec {
+                    version: "1.15.0".into(),
+                    ..Default::default()
+                },
+                VersionSpec {
+                    version: "1.16.1".into(),
+                    ..Default::default()
+                },
             ],
             ..Default::default()
         };

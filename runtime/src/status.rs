@@ -32,13 +32,36 @@ impl Phase {
 /// Extra status fields a provider author declares with `status = T`.
 ///
 /// Blanket-implemented; the bound exists so the runtime can compare, store and serialize them.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the `status` of a service provider",
+    label = "needs Clone, Debug, Default, PartialEq, Serialize, Deserialize and JsonSchema",
+    note = "declare it with `#[service_provider::api_type]` and `#[derive(Clone, Debug, Default, PartialEq)]`"
+)]
 pub trait ExtraStatus:
-    Clone + Debug + Default + PartialEq + Serialize + DeserializeOwned + JsonSchema + Send + Sync + 'static
+    Clone
+    + Debug
+    + Default
+    + PartialEq
+    + Serialize
+    + DeserializeOwned
+    + JsonSchema
+    + Send
+    + Sync
+    + 'static
 {
 }
 
 impl<T> ExtraStatus for T where
-    T: Clone + Debug + Default + PartialEq + Serialize + DeserializeOwned + JsonSchema + Send + Sync + 'static
+    T: Clone
+        + Debug
+        + Default
+        + PartialEq
+        + Serialize
+        + DeserializeOwned
+        + JsonSchema
+        + Send
+        + Sync
+        + 'static
 {
 }
 
@@ -78,6 +101,9 @@ impl<X> ServiceStatus<X> {
 pub fn conditions_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let mut schema = generator.subschema_for::<Vec<Condition>>();
     schema.insert("x-kubernetes-list-type".into(), "map".into());
-    schema.insert("x-kubernetes-list-map-keys".into(), serde_json::json!(["type"]));
+    schema.insert(
+        "x-kubernetes-list-map-keys".into(),
+        serde_json::json!(["type"]),
+    );
     schema
 }

@@ -1,1 +1,68 @@
-fn main() {}
+//! Repository tasks: `cargo xtask crds` (generate and check the examples' manifests) and
+//! `cargo xtask macro-cost` (what `#[service_provider]` costs at compile time).
+
+mod crds;
+mod macro_cost;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "Repository tasks of service-provider")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write every example's manifests into manifests/<example>/.
+    Crds {
+        /// Change nothing; fail and name the files that are missing, stale or extra.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Measure the incremental rebuild of examples/velero against the same provider written by
+    /// hand with kube-derive, and the expansion time of #[service_provider] itself.
+    MacroCost {
+        /// Rebuilds of each variant; the median is reported.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Expansions of the velero declaration to time.
+        #[arg(long, default_value_t = 2000)]
+        expansions: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    let root = workspace_root();
+    let result = match Cli::parse().command {
+        Command::Crds { check } => crds::run(&root, check),
+        Command::MacroCost { runs, expansions } => macro_cost::run(&root, runs, expansions),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The repository root: the parent of this crate's directory.
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// `cargo`, as the one running us.
+fn cargo() -> std::process::Command {
+    let mut cmd =
+        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(workspace_root());
+    cmd
+}

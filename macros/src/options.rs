@@ -1,0 +1,449 @@
+//! Parsing the arguments of `#[service_provider(...)]` into spanned options, collecting every error
+//! instead of stopping at the first.
+
+use std::collections::HashMap;
+
+use darling::ast::NestedMeta;
+use darling::error::Accumulator;
+use darling::util::path_to_string;
+use proc_macro2::{Span, TokenStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Expr, ExprLit, Lit, LitInt, LitStr, Meta, Token, TypePath};
+
+/// Every option, for "did you mean" suggestions.
+pub(crate) const OPTIONS: &[&str] = &[
+    "group",
+    "version",
+    "kind",
+    "plural",
+    "singular",
+    "shortnames",
+    "categories",
+    "printcolumn",
+    "config",
+    "status",
+    "workload_cluster",
+    "kcp",
+    "crate",
+];
+
+const COLUMN_OPTIONS: &[&str] = &[
+    "name",
+    "type",
+    "json_path",
+    "description",
+    "format",
+    "priority",
+];
+
+/// `workload_cluster = none | optional | required`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Workload {
+    None,
+    Optional,
+    Required,
+}
+
+/// One `printcolumn(...)`.
+pub(crate) struct Column {
+    pub name: LitStr,
+    pub type_: LitStr,
+    pub json_path: LitStr,
+    pub description: Option<LitStr>,
+    pub format: Option<LitStr>,
+    pub priority: Option<LitInt>,
+}
+
+/// The options as written, each with the tokens it came from.
+#[derive(Default)]
+pub(crate) struct Options {
+    pub group: Option<LitStr>,
+    pub version: Option<LitStr>,
+    pub kind: Option<LitStr>,
+    pub plural: Option<LitStr>,
+    pub singular: Option<LitStr>,
+    pub shortnames: Vec<LitStr>,
+    pub categories: Vec<LitStr>,
+    pub printcolumns: Vec<Column>,
+    pub config: Option<TypePath>,
+    pub status: Option<TypePath>,
+    pub workload_cluster: Option<Workload>,
+    pub kcp: bool,
+    pub krate: Option<syn::Path>,
+}
+
+/// The closest of `candidates` to `input`, when it is close enough to be a likely typo.
+pub(crate) fn did_you_mean<'a>(input: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::jaro_winkler(input, c), *c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+fn error(span: Span, message: impl std::fmt::Display) -> darling::Error {
+    darling::Error::custom(message).with_span(&span)
+}
+
+fn lit_str(meta: &Meta, name: &str, example: &str, errors: &mut Accumulator) -> Option<LitStr> {
+    if let Meta::NameValue(nv) = meta
+        && let Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) = &nv.value
+    {
+        return Some(s.clone());
+    }
+    errors.push(error(
+        meta.span(),
+        format!("`{name}` takes a string: `{name} = \"{example}\"`"),
+    ));
+    None
+}
+
+fn lit_strs(meta: &Meta, name: &str, errors: &mut Accumulator) -> Vec<LitStr> {
+    let parsed = match meta {
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => Some(vec![s.clone()]),
+            Expr::Array(array) => array
+                .elems
+                .iter()
+                .map(|e| match e {
+                    Expr::Lit(ExprLit {
+                        lit: Lit::Str(s), ..
+                    }) => Some(s.clone()),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        },
+        Meta::List(list) => list
+            .parse_args_with(Punctuated::<LitStr, Token![,]>::parse_terminated)
+            .ok()
+            .map(|p| p.into_iter().collect()),
+        Meta::Path(_) => None,
+    };
+    parsed.unwrap_or_else(|| {
+        errors.push(error(
+            meta.span(),
+            format!("`{name}` takes a list of strings: `{name} = [\"a\", \"b\"]`"),
+        ));
+        Vec::new()
+    })
+}
+
+/// A type path: `config = VeleroConfig`, `config = crate::api::Config<X>`.
+fn type_path(meta: &NestedMeta, name: &str, errors: &mut Accumulator) -> Option<TypePath> {
+    let how = format!(
+        "`{name}` takes a type path, e.g. `{name} = Velero{}`",
+        if name == "config" { "Config" } else { "Status" }
+    );
+    match meta {
+        NestedMeta::Meta(Meta::NameValue(nv)) => match &nv.value {
+            Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => Some(TypePath {
+                attrs: Vec::new(),
+                qself: None,
+                path: p.path.clone(),
+            }),
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => {
+                errors.push(error(
+                    s.span(),
+                    format!(
+                        "{how}: write the type without quotes: `{name} = {}`",
+                        s.value()
+                    ),
+                ));
+                None
+            }
+            other => {
+                errors.push(error(other.span(), how));
+                None
+            }
+        },
+        // `Config<X>` is not an expression, so darling keeps it as tokens.
+        NestedMeta::NameValueInvalidExpr(invalid) => {
+            match syn::parse2::<TypePath>(invalid.value.clone()) {
+                Ok(path) if path.qself.is_none() => Some(path),
+                _ => {
+                    errors.push(error(invalid.value.span(), how));
+                    None
+                }
+            }
+        }
+        other => {
+            errors.push(error(other.span(), how));
+            None
+        }
+    }
+}
+
+fn workload(meta: &Meta, errors: &mut Accumulator) -> Option<Workload> {
+    const VALUES: &[&str] = &["none", "optional", "required"];
+    let (value, span) = match meta {
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                (p.path.get_ident()?.to_string(), p.span())
+            }
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => (s.value(), s.span()),
+            other => (String::new(), other.span()),
+        },
+        other => (String::new(), other.span()),
+    };
+    match value.as_str() {
+        "none" => Some(Workload::None),
+        "optional" => Some(Workload::Optional),
+        "required" => Some(Workload::Required),
+        _ => {
+            let hint = did_you_mean(&value, VALUES)
+                .map(|v| format!("; did you mean `{v}`?"))
+                .unwrap_or_default();
+            let shown = if value.is_empty() {
+                String::new()
+            } else {
+                format!(" `{value}`")
+            };
+            errors.push(error(
+                span,
+                format!(
+                    "invalid value{shown} for `workload_cluster`: write `workload_cluster = none`, `optional` or `required`{hint}"
+                ),
+            ));
+            None
+        }
+    }
+}
+
+fn flag(meta: &Meta, name: &str, errors: &mut Accumulator) -> bool {
+    match meta {
+        Meta::Path(_) => true,
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Lit(ExprLit {
+                lit: Lit::Bool(b), ..
+            }) => b.value,
+            other => {
+                errors.push(error(
+                    other.span(),
+                    format!("`{name}` is a flag: write `{name}` or `{name} = false`"),
+                ));
+                false
+            }
+        },
+        Meta::List(list) => {
+            errors.push(error(
+                list.span(),
+                format!("`{name}` is a flag: write `{name}` or `{name} = false`"),
+            ));
+            false
+        }
+    }
+}
+
+fn crate_path(meta: &Meta, errors: &mut Accumulator) -> Option<syn::Path> {
+    let parsed = match meta {
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => s.parse::<syn::Path>().ok(),
+            Expr::Path(p) if p.qself.is_none() => Some(p.path.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    if parsed.is_none() {
+        errors.push(error(
+            meta.span(),
+            "`crate` takes the path of the service-provider crate, e.g. `crate = \"::my_service_provider\"`",
+        ));
+    }
+    parsed
+}
+
+fn column(meta: &Meta, errors: &mut Accumulator) -> Option<Column> {
+    let how =
+        "write `printcolumn(name = \"Version\", type = \"string\", json_path = \".spec.version\")`";
+    let Meta::List(list) = meta else {
+        errors.push(error(
+            meta.span(),
+            format!("`printcolumn` takes a list: {how}"),
+        ));
+        return None;
+    };
+    let items = match NestedMeta::parse_meta_list(list.tokens.clone()) {
+        Ok(items) => items,
+        Err(err) => {
+            errors.push(err.into());
+            return None;
+        }
+    };
+    let mut seen: HashMap<String, ()> = HashMap::new();
+    let (mut name, mut type_, mut json_path, mut description, mut format, mut priority) =
+        (None, None, None, None, None, None);
+    for item in &items {
+        let NestedMeta::Meta(meta) = item else {
+            errors.push(error(
+                item.span(),
+                format!("unexpected value in `printcolumn`: {how}"),
+            ));
+            continue;
+        };
+        // kube-derive spells it `type_`; accept both.
+        let key = match path_to_string(meta.path()).as_str() {
+            "type_" => "type".to_owned(),
+            other => other.to_owned(),
+        };
+        if seen.insert(key.clone(), ()).is_some() {
+            errors.push(error(
+                meta.path().span(),
+                format!("duplicate `{key}` in `printcolumn`"),
+            ));
+            continue;
+        }
+        match key.as_str() {
+            "name" => name = lit_str(meta, "name", "Version", errors),
+            "type" => type_ = lit_str(meta, "type", "string", errors),
+            "json_path" => json_path = lit_str(meta, "json_path", ".spec.version", errors),
+            "description" => {
+                description = lit_str(meta, "description", "The installed version", errors)
+            }
+            "format" => format = lit_str(meta, "format", "date-time", errors),
+            "priority" => match meta {
+                Meta::NameValue(nv) => match &nv.value {
+                    Expr::Lit(ExprLit {
+                        lit: Lit::Int(i), ..
+                    }) => priority = Some(i.clone()),
+                    other => errors.push(error(
+                        other.span(),
+                        "`priority` takes a number: `priority = 1`",
+                    )),
+                },
+                other => errors.push(error(
+                    other.span(),
+                    "`priority` takes a number: `priority = 1`",
+                )),
+            },
+            other => {
+                let hint = did_you_mean(other, COLUMN_OPTIONS)
+                    .map(|v| format!("; did you mean `{v}`?"))
+                    .unwrap_or_default();
+                errors.push(error(
+                    meta.path().span(),
+                    format!(
+                        "unknown `printcolumn` option `{other}`{hint} (options: name, type, json_path, description, format, priority)"
+                    ),
+                ));
+            }
+        }
+    }
+    let mut missing = |present: bool, what: &str| {
+        if !present && !seen.contains_key(what) {
+            errors.push(error(
+                list.path.span(),
+                format!("`printcolumn` is missing `{what}`: {how}"),
+            ));
+        }
+    };
+    missing(name.is_some(), "name");
+    missing(type_.is_some(), "type");
+    missing(json_path.is_some(), "json_path");
+    Some(Column {
+        name: name?,
+        type_: type_?,
+        json_path: json_path?,
+        description,
+        format,
+        priority,
+    })
+}
+
+/// Parses the attribute arguments. Every problem is pushed to `errors`; the options that could be
+/// read are returned regardless, so later checks can report their own problems too.
+pub(crate) fn parse(args: TokenStream, errors: &mut Accumulator) -> Options {
+    let mut options = Options::default();
+    let items = match NestedMeta::parse_meta_list(args) {
+        Ok(items) => items,
+        Err(err) => {
+            errors.push(err.into());
+            return options;
+        }
+    };
+    let mut seen: HashMap<String, Span> = HashMap::new();
+    for item in &items {
+        let (path, meta) = match item {
+            NestedMeta::Meta(meta) => (meta.path(), Some(meta)),
+            NestedMeta::NameValueInvalidExpr(invalid) => (&invalid.path, None),
+            NestedMeta::Lit(lit) => {
+                errors.push(error(
+                    lit.span(),
+                    "expected an option such as `group = \"...\"`, not a bare value; every option has a name",
+                ));
+                continue;
+            }
+        };
+        let name = path_to_string(path);
+        if name != "printcolumn"
+            && OPTIONS.contains(&name.as_str())
+            && seen.insert(name.clone(), path.span()).is_some()
+        {
+            errors.push(error(
+                path.span(),
+                format!("duplicate option `{name}`: it is already set; keep one"),
+            ));
+            continue;
+        }
+        let Some(meta) = meta else {
+            // Only a type is not an expression: that is `config`/`status` with generics, or a
+            // mistake in any other option.
+            match name.as_str() {
+                "config" => options.config = type_path(item, "config", errors),
+                "status" => options.status = type_path(item, "status", errors),
+                _ if OPTIONS.contains(&name.as_str()) => {
+                    errors.push(error(path.span(), format!("invalid value for `{name}`")));
+                }
+                _ => unknown(&name, path.span(), errors),
+            }
+            continue;
+        };
+        match name.as_str() {
+            "group" => {
+                options.group = lit_str(
+                    meta,
+                    "group",
+                    "velero.services.open-control-plane.io",
+                    errors,
+                )
+            }
+            "version" => options.version = lit_str(meta, "version", "v1alpha1", errors),
+            "kind" => options.kind = lit_str(meta, "kind", "Velero", errors),
+            "plural" => options.plural = lit_str(meta, "plural", "veleros", errors),
+            "singular" => options.singular = lit_str(meta, "singular", "velero", errors),
+            "shortnames" => options.shortnames = lit_strs(meta, "shortnames", errors),
+            "categories" => options.categories = lit_strs(meta, "categories", errors),
+            "printcolumn" => options.printcolumns.extend(column(meta, errors)),
+            "config" => options.config = type_path(item, "config", errors),
+            "status" => options.status = type_path(item, "status", errors),
+            "workload_cluster" => options.workload_cluster = workload(meta, errors),
+            "kcp" => options.kcp = flag(meta, "kcp", errors),
+            "crate" => options.krate = crate_path(meta, errors),
+            other => unknown(other, path.span(), errors),
+        }
+    }
+    options
+}
+
+fn unknown(name: &str, span: Span, errors: &mut Accumulator) {
+    let hint = match did_you_mean(name, OPTIONS) {
+        Some(option) => format!("; did you mean `{option}`?"),
+        None => format!(" (options: {})", OPTIONS.join(", ")),
+    };
+    errors.push(error(
+        span,
+        format!("unknown option `{name}` of #[service_provider]{hint}"),
+    ));
+}

@@ -1,0 +1,74 @@
+//! The two CRDs: kube-derive's output plus the documented openMCP additions.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceColumnDefinition, CustomResourceDefinition,
+};
+use kube::CustomResourceExt;
+
+use crate::provider::ServiceProvider;
+
+/// The label by which `init` routes each CRD to its cluster.
+pub const CLUSTER_LABEL: &str = "openmcp.cloud/cluster";
+
+/// Names of the printer columns every Service API gets, after the author's.
+pub const COMMON_COLUMNS: [&str; 3] = ["Phase", "Ready", "Age"];
+
+/// The printer columns every Service API gets: Phase, Ready and Age.
+pub fn common_columns() -> Vec<CustomResourceColumnDefinition> {
+    let column = |name: &str, type_: &str, json_path: &str, description: &str| {
+        CustomResourceColumnDefinition {
+            name: name.into(),
+            type_: type_.into(),
+            json_path: json_path.into(),
+            description: Some(description.into()),
+            ..Default::default()
+        }
+    };
+    vec![
+        column(
+            "Phase",
+            "string",
+            ".status.phase",
+            "Ready, Progressing or Terminating",
+        ),
+        column(
+            "Ready",
+            "string",
+            ".status.conditions[?(@.type==\"Ready\")].status",
+            "Whether the service is ready",
+        ),
+        column(
+            "Age",
+            "date",
+            ".metadata.creationTimestamp",
+            "Time since the object was created",
+        ),
+    ]
+}
+
+fn label(crd: &mut CustomResourceDefinition, cluster: &str) {
+    crd.metadata
+        .labels
+        .get_or_insert_default()
+        .insert(CLUSTER_LABEL.into(), cluster.into());
+}
+
+/// The Service API CRD: `P::crd()` with the cluster label `onboarding` and the common columns.
+pub fn service_crd<P: ServiceProvider>() -> CustomResourceDefinition {
+    let mut crd = P::crd();
+    label(&mut crd, "onboarding");
+    for version in &mut crd.spec.versions {
+        version
+            .additional_printer_columns
+            .get_or_insert_default()
+            .extend(common_columns());
+    }
+    crd
+}
+
+/// The ProviderConfig CRD: `P::ProviderConfig::crd()` with the cluster label `platform`.
+pub fn provider_config_crd<P: ServiceProvider>() -> CustomResourceDefinition {
+    let mut crd = <P::ProviderConfig as CustomResourceExt>::crd();
+    label(&mut crd, "platform");
+    crd
+}

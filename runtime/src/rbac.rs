@@ -1,0 +1,309 @@
+//! Every permission the runtime uses, in one place: the rules for each cluster it acts in and the
+//! permission claims its APIExport asks of consumer workspaces.
+//!
+//! The lists are exact: each verb here is one the runtime issues, and nothing is a wildcard. When
+//! the runtime starts using a new verb or resource, it is added here and nowhere else; the
+//! manifests (ClusterRoles, APIExport claims) and the onboarding AccessRequest follow.
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::kcp::v1alpha2::PermissionClaim;
+use crate::provider::ProviderInfo;
+
+/// A place the runtime acts in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Place {
+    /// The platform cluster: ProviderConfig, access objects, kubeconfig Secrets, `init`.
+    Platform,
+    /// The onboarding cluster: the Service API objects of standard-mode tenants.
+    Onboarding,
+    /// The kcp workspace holding the provider's APIExport.
+    KcpProviderWorkspace,
+}
+
+impl Place {
+    /// Every place, in a fixed order.
+    pub const ALL: [Place; 3] = [
+        Place::Platform,
+        Place::Onboarding,
+        Place::KcpProviderWorkspace,
+    ];
+
+    /// `platform`, `onboarding` or `kcp`: the value of the `openmcp.cloud/cluster` label where
+    /// openMCP defines one, and the directory name in the manifests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Place::Platform => "platform",
+            Place::Onboarding => "onboarding",
+            Place::KcpProviderWorkspace => "kcp",
+        }
+    }
+}
+
+const GET: &str = "get";
+const LIST: &str = "list";
+const WATCH: &str = "watch";
+const CREATE: &str = "create";
+const UPDATE: &str = "update";
+const PATCH: &str = "patch";
+const DELETE: &str = "delete";
+
+const CORE: &str = "";
+const OPENMCP_CLUSTERS: &str = "clusters.openmcp.cloud";
+const OPENMCP: &str = "openmcp.cloud";
+const COORDINATION: &str = "coordination.k8s.io";
+// kube-runtime's event recorder writes `events.k8s.io/v1` Events (create, then patch for a series).
+const EVENTS: &str = "events.k8s.io";
+const APIEXTENSIONS: &str = "apiextensions.k8s.io";
+const RBAC: &str = "rbac.authorization.k8s.io";
+const KCP_APIS: &str = crate::kcp::GROUP;
+
+fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec![group.to_owned()]),
+        resources: Some(resources.iter().map(|r| (*r).to_owned()).collect()),
+        verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+        ..Default::default()
+    }
+}
+
+/// The rules the runtime needs in `place`.
+///
+/// For the kcp provider workspace, `api_export_name` is the APIExport whose virtual workspace the
+/// runtime uses (`apiexports/content` is granted for that export only).
+pub fn rules(info: &ProviderInfo, place: Place, api_export_name: &str) -> Vec<PolicyRule> {
+    match place {
+        Place::Platform => platform_rules(info),
+        Place::Onboarding => onboarding_rules(info),
+        Place::KcpProviderWorkspace => kcp_provider_workspace_rules(api_export_name),
+    }
+}
+
+/// Platform cluster: the provider's own ProviderConfig (and its status); ClusterRequests and
+/// AccessRequests for MCP, workload and onboarding access; the kubeconfig Secrets they produce and
+/// the Secrets/ConfigMaps a ProviderConfig refers to; the tenant namespaces `mcp--<uuid>`; leader
+/// election; events; and for `init`, the ServiceProvider status (registering the Service API GVK)
+/// and the ProviderConfig CRD.
+pub fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
+    vec![
+        rule(info.group, &["providerconfigs"], &[GET, LIST, WATCH]),
+        rule(info.group, &["providerconfigs/status"], &[UPDATE, PATCH]),
+        rule(
+            OPENMCP_CLUSTERS,
+            &["clusterrequests", "accessrequests"],
+            &[GET, LIST, WATCH, CREATE, UPDATE, PATCH, DELETE],
+        ),
+        rule(CORE, &["secrets", "configmaps"], &[GET, LIST, WATCH]),
+        rule(CORE, &["namespaces"], &[GET, CREATE]),
+        rule(COORDINATION, &["leases"], &[GET, CREATE, UPDATE]),
+        rule(EVENTS, &["events"], &[CREATE, PATCH]),
+        rule(OPENMCP, &["serviceproviders"], &[GET]),
+        rule(OPENMCP, &["serviceproviders/status"], &[PATCH]),
+        rule(
+            APIEXTENSIONS,
+            &["customresourcedefinitions"],
+            &[GET, CREATE, PATCH, UPDATE],
+        ),
+    ]
+}
+
+/// Onboarding cluster: the Service API objects (the finalizer is added and removed with updates,
+/// the operation annotation removed with a patch) and their status; events on them; leader
+/// election; and for `init`, the Service API CRD. This is also what the runtime asks for in its
+/// onboarding AccessRequest.
+pub fn onboarding_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
+    let status = format!("{}/status", info.plural);
+    vec![
+        rule(
+            info.group,
+            &[info.plural],
+            &[GET, LIST, WATCH, UPDATE, PATCH],
+        ),
+        rule(info.group, &[&status], &[UPDATE, PATCH]),
+        rule(EVENTS, &["events"], &[CREATE, PATCH]),
+        rule(COORDINATION, &["leases"], &[GET, CREATE, UPDATE]),
+        rule(
+            APIEXTENSIONS,
+            &["customresourcedefinitions"],
+            &[GET, CREATE, PATCH, UPDATE],
+        ),
+    ]
+}
+
+/// kcp provider workspace: find the export's endpoint slice; provision the content-addressed
+/// APIResourceSchema (created once, never updated: kcp forbids it) and upsert the APIExport; and
+/// use the export's virtual workspace.
+///
+/// kcp authorizes each virtual-workspace request by `apiexports/content` on the export with the
+/// request's own verb, so those verbs are the union of what the runtime does through it: read,
+/// update and patch Service API objects and their status, and the claimed resources' verbs.
+pub fn kcp_provider_workspace_rules(api_export_name: &str) -> Vec<PolicyRule> {
+    vec![
+        rule(KCP_APIS, &["apiexportendpointslices"], &[GET, LIST, WATCH]),
+        rule(KCP_APIS, &["apiresourceschemas"], &[GET, CREATE]),
+        rule(
+            KCP_APIS,
+            &["apiexports"],
+            &[GET, LIST, WATCH, CREATE, UPDATE, PATCH],
+        ),
+        PolicyRule {
+            resource_names: Some(vec![api_export_name.to_owned()]),
+            ..rule(
+                KCP_APIS,
+                &["apiexports/content"],
+                &virtual_workspace_verbs(),
+            )
+        },
+    ]
+}
+
+/// Verbs the runtime uses on Service API objects in consumer workspaces, through the virtual
+/// workspace: the same as on the onboarding cluster.
+const SERVICE_OBJECT_VERBS: [&str; 5] = [GET, LIST, WATCH, UPDATE, PATCH];
+
+/// Every verb the runtime sends to the virtual workspace, in a fixed order.
+fn virtual_workspace_verbs() -> Vec<&'static str> {
+    let claimed = claims();
+    [GET, LIST, WATCH, CREATE, UPDATE, PATCH, DELETE]
+        .into_iter()
+        .filter(|verb| {
+            SERVICE_OBJECT_VERBS.contains(verb)
+                || claimed.iter().any(|c| c.verbs.iter().any(|v| v == verb))
+        })
+        .collect()
+}
+
+fn claim(group: &str, resource: &str, verbs: &[&str]) -> PermissionClaim {
+    PermissionClaim {
+        group: group.to_owned(),
+        resource: resource.to_owned(),
+        verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+        identity_hash: String::new(),
+    }
+}
+
+/// The permission claims of the provider's APIExport: what the runtime does in each consumer
+/// workspace through the virtual workspace.
+///
+/// In kcp mode the tenant cluster handed to the author is the consumer workspace itself, reached
+/// with a ServiceAccount token minted there. The virtual workspace has no `serviceaccounts/token`
+/// subresource and the provider's own identity is foreign in the consumer workspace, so the
+/// runtime bootstraps that access through claimed resources:
+///
+/// - `namespaces` get/create: the namespace holding the runtime's ServiceAccount;
+/// - `serviceaccounts` get/create/delete: that ServiceAccount (deleted on teardown);
+/// - `secrets` get/create/delete: the Secret each minted token is bound to (`boundObjectRef`), so
+///   deleting it revokes every token at once;
+/// - `configmaps` get: `kube-root-ca.crt`, the CA for the kubeconfig handed to the author's workers;
+/// - `clusterroles`, `clusterrolebindings` get/create/update/patch/delete: the ServiceAccount's
+///   permissions in the workspace, and the grant that lets the provider's identity `create`
+///   `serviceaccounts/token` for that ServiceAccount and `access` the workspace (the TokenRequest
+///   goes to the workspace URL directly); `clusterroles` also `bind` and `escalate`, because the
+///   ServiceAccount is granted permissions the provider's identity does not hold itself;
+/// - `events` (`events.k8s.io`) create/patch: events on the tenant's Service API object.
+pub fn claims() -> Vec<PermissionClaim> {
+    vec![
+        claim(CORE, "namespaces", &[GET, CREATE]),
+        claim(CORE, "serviceaccounts", &[GET, CREATE, DELETE]),
+        claim(CORE, "secrets", &[GET, CREATE, DELETE]),
+        claim(CORE, "configmaps", &[GET]),
+        claim(
+            RBAC,
+            "clusterroles",
+            &[GET, CREATE, UPDATE, PATCH, DELETE, "bind", "escalate"],
+        ),
+        claim(
+            RBAC,
+            "clusterrolebindings",
+            &[GET, CREATE, UPDATE, PATCH, DELETE],
+        ),
+        claim(EVENTS, "events", &[CREATE, PATCH]),
+    ]
+}
+
+/// Name of the ClusterRole for `place`, e.g. `velero.services.open-control-plane.io:platform`.
+pub fn cluster_role_name(info: &ProviderInfo, place: Place) -> String {
+    format!("{}:{}", info.group, place.as_str())
+}
+
+/// The ClusterRole holding [`rules`] for `place`, to bind to the provider's identity there.
+pub fn cluster_role(info: &ProviderInfo, place: Place, api_export_name: &str) -> ClusterRole {
+    ClusterRole {
+        metadata: ObjectMeta {
+            name: Some(cluster_role_name(info, place)),
+            ..Default::default()
+        },
+        rules: Some(rules(info, place, api_export_name)),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INFO: ProviderInfo = ProviderInfo {
+        group: "velero.services.open-control-plane.io",
+        version: "v1alpha1",
+        kind: "Velero",
+        plural: "veleros",
+        kcp: true,
+    };
+
+    #[test]
+    fn no_rule_uses_a_wildcard() {
+        for place in Place::ALL {
+            for rule in rules(&INFO, place, "export") {
+                let strings = rule
+                    .verbs
+                    .iter()
+                    .chain(rule.api_groups.iter().flatten())
+                    .chain(rule.resources.iter().flatten())
+                    .chain(rule.resource_names.iter().flatten());
+                for s in strings {
+                    assert_ne!(s, "*", "{place:?}: {rule:?}");
+                }
+            }
+        }
+        for claim in claims() {
+            assert!(!claim.verbs.iter().any(|v| v == "*"), "{claim:?}");
+        }
+    }
+
+    #[test]
+    fn virtual_workspace_access_is_limited_to_the_export() {
+        let rules = rules(&INFO, Place::KcpProviderWorkspace, "velero-export");
+        let content = rules
+            .iter()
+            .find(|r| r.resources.as_deref() == Some(&["apiexports/content".to_owned()]))
+            .unwrap();
+        assert_eq!(
+            content.resource_names.as_deref(),
+            Some(&["velero-export".to_owned()][..])
+        );
+        assert_eq!(
+            content.verbs,
+            [
+                "get", "list", "watch", "create", "update", "patch", "delete"
+            ]
+        );
+    }
+
+    #[test]
+    fn onboarding_rules_name_the_service_api() {
+        let rules = onboarding_rules(&INFO);
+        assert_eq!(
+            rules[0].resources.as_deref(),
+            Some(&["veleros".to_owned()][..])
+        );
+        assert_eq!(
+            rules[1].resources.as_deref(),
+            Some(&["veleros/status".to_owned()][..])
+        );
+        assert_eq!(
+            cluster_role_name(&INFO, Place::Onboarding),
+            "velero.services.open-control-plane.io:onboarding"
+        );
+    }
+}
