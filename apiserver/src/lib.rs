@@ -1,1 +1,3 @@
 //! Embedded Kubernetes- and kcp-compatible API server.
+
+pub mod auth;

@@ -1,0 +1,39 @@
+//! Who is asking and what they may do: bearer-token authentication (static tokens and
+//! ServiceAccount JWTs), the TokenRequest and TokenReview APIs, and kube-apiserver's RBAC
+//! authorizer with its access-review APIs and bootstrap policy.
+//!
+//! The module is pure: it keeps no objects of its own. The server core
+//! - authenticates each request with an [`Authenticator`] (one per cluster, or per kcp shard),
+//!   passing an [`ObjectLookup`] so ServiceAccount tokens die with their ServiceAccount;
+//! - authorizes it with the [`Rbac`] of the cluster (or kcp logical cluster) it targets, which it
+//!   keeps current by calling [`Rbac::update`] for every write to an RBAC object, and checks RBAC
+//!   writes with [`Rbac::check_escalation`];
+//! - answers `serviceaccounts/token`, `tokenreviews` and the access reviews with the functions in
+//!   [`token_request`], [`token_review`] and [`review`];
+//! - installs [`bootstrap`]'s default roles when a cluster starts.
+//!
+//! Every refusal carries a [`StatusError`] worded like kube-apiserver's.
+
+pub mod attributes;
+pub mod authenticator;
+pub mod bootstrap;
+pub mod clock;
+pub mod jwt;
+pub mod rbac;
+pub mod review;
+pub mod serviceaccount;
+pub mod status;
+pub mod token_request;
+pub mod token_review;
+pub mod user;
+
+pub use attributes::{Attributes, NonResourceAttributes, ResourceAttributes};
+pub use authenticator::{Authenticated, Authenticator, AuthnError};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use jwt::{SigningKey, VerifyingKey};
+pub use rbac::{Decision, Denial, Rbac, RbacKind};
+pub use serviceaccount::{
+    LiveObject, ObjectLookup, ServiceAccountRef, TokenIssuer, TokenIssuerConfig,
+};
+pub use status::StatusError;
+pub use user::UserInfo;
