@@ -1,3 +1,4 @@
 //! Embedded Kubernetes- and kcp-compatible API server.
 
 pub mod auth;
+pub mod patch;
