@@ -1,9 +1,11 @@
 //! ServiceAccount tokens: the claims kube-apiserver (and kcp) put in them, minting them for the
 //! TokenRequest API, and validating them the way kube-apiserver's ServiceAccount authenticator does.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::authenticator::AuthnError;
@@ -202,23 +204,28 @@ pub struct ValidatedToken {
     pub home_cluster: Option<String>,
 }
 
+/// How many verified tokens an issuer remembers; past it the memory starts over.
+const VERIFIED_CACHE_ENTRIES: usize = 4096;
+
 /// Mints and validates the ServiceAccount tokens of one cluster, or of every logical cluster of
 /// one kcp shard (they share the shard's key, as in kcp).
+///
+/// A token's signature is checked once and its claims remembered (an ECDSA verification costs
+/// tens of microseconds, too much for every request). Expiry, audience and the liveness of the
+/// ServiceAccount are checked on every use, so a deleted ServiceAccount revokes at once, where
+/// kube-apiserver's authentication cache keeps answers for up to ten seconds.
 #[derive(Debug)]
 pub struct TokenIssuer {
     config: TokenIssuerConfig,
     key: SigningKey,
     clock: Arc<dyn Clock>,
+    verified: Mutex<HashMap<String, Arc<Claims>>>,
 }
 
 impl TokenIssuer {
     /// An issuer with a fresh key and the system clock.
     pub fn new(config: TokenIssuerConfig) -> Result<Self, JwtError> {
-        Ok(TokenIssuer {
-            config,
-            key: SigningKey::generate()?,
-            clock: Arc::new(SystemClock),
-        })
+        Ok(TokenIssuer::with_key(config, SigningKey::generate()?))
     }
 
     /// An issuer signing with the given key.
@@ -227,6 +234,7 @@ impl TokenIssuer {
             config,
             key,
             clock: Arc::new(SystemClock),
+            verified: Mutex::new(HashMap::new()),
         }
     }
 
@@ -320,20 +328,36 @@ impl TokenIssuer {
         requested_audiences: Option<&[String]>,
         lookup: &dyn ObjectLookup,
     ) -> Result<Option<ValidatedToken>, AuthnError> {
-        let Ok((_, unverified)) = jwt::decode_unverified(token) else {
-            return Ok(None);
+        let cached = self.verified.lock().get(token).cloned();
+        let claims = match cached {
+            Some(claims) => claims,
+            None => {
+                let Ok((_, unverified)) = jwt::decode_unverified(token) else {
+                    return Ok(None);
+                };
+                if unverified.get("iss").and_then(|v| v.as_str())
+                    != Some(self.config.issuer.as_str())
+                {
+                    return Ok(None);
+                }
+                let claims = self
+                    .key
+                    .verifying_key()
+                    .verify(token)
+                    .map_err(|e| AuthnError::Invalid(e.to_string()))?;
+                let claims: Arc<Claims> = Arc::new(serde_json::from_value(claims).map_err(|_| {
+                    AuthnError::Invalid(
+                        "service account token claims could not be validated due to unexpected private claim".into(),
+                    )
+                })?);
+                let mut verified = self.verified.lock();
+                if verified.len() >= VERIFIED_CACHE_ENTRIES {
+                    verified.clear();
+                }
+                verified.insert(token.to_string(), claims.clone());
+                claims
+            }
         };
-        if unverified.get("iss").and_then(|v| v.as_str()) != Some(self.config.issuer.as_str()) {
-            return Ok(None);
-        }
-        let claims = self
-            .key
-            .verifying_key()
-            .verify(token)
-            .map_err(|e| AuthnError::Invalid(e.to_string()))?;
-        let claims: Claims = serde_json::from_value(claims).map_err(|_| {
-            AuthnError::Invalid("service account token claims could not be validated due to unexpected private claim".into())
-        })?;
 
         let token_audiences = if claims.aud.is_empty() {
             self.config.api_audiences.clone()

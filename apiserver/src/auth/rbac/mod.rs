@@ -25,6 +25,7 @@ use crate::auth::attributes::Attributes;
 use crate::auth::status::{StatusError, go_quote};
 use crate::auth::user::{
     SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, UserInfo, parse_service_account_username,
+    service_account_username,
 };
 use rules::{Rule, selector_matches};
 
@@ -130,7 +131,8 @@ impl Denial {
 struct SubjectIndex {
     users: HashMap<String, BTreeSet<String>>,
     groups: HashMap<String, BTreeSet<String>>,
-    service_accounts: HashMap<(String, String), BTreeSet<String>>,
+    /// Keyed by the ServiceAccount's username, so a lookup needs no allocation.
+    service_accounts: HashMap<String, BTreeSet<String>>,
 }
 
 impl SubjectIndex {
@@ -149,7 +151,8 @@ impl SubjectIndex {
                         .clone()
                         .filter(|n| !n.is_empty())
                         .unwrap_or_else(|| binding.namespace.clone());
-                    (!ns.is_empty()).then(|| SubjectKey::ServiceAccount(ns, s.name.clone()))
+                    (!ns.is_empty())
+                        .then(|| SubjectKey::ServiceAccount(service_account_username(&ns, &s.name)))
                 }
                 _ => None,
             })
@@ -161,9 +164,7 @@ impl SubjectIndex {
             let set = match key {
                 SubjectKey::User(u) => self.users.entry(u).or_default(),
                 SubjectKey::Group(g) => self.groups.entry(g).or_default(),
-                SubjectKey::ServiceAccount(ns, n) => {
-                    self.service_accounts.entry((ns, n)).or_default()
-                }
+                SubjectKey::ServiceAccount(u) => self.service_accounts.entry(u).or_default(),
             };
             set.insert(binding.name.clone());
         }
@@ -174,8 +175,8 @@ impl SubjectIndex {
             match key {
                 SubjectKey::User(u) => remove_from(&mut self.users, &u, &binding.name),
                 SubjectKey::Group(g) => remove_from(&mut self.groups, &g, &binding.name),
-                SubjectKey::ServiceAccount(ns, n) => {
-                    remove_from(&mut self.service_accounts, &(ns, n), &binding.name)
+                SubjectKey::ServiceAccount(u) => {
+                    remove_from(&mut self.service_accounts, &u, &binding.name)
                 }
             }
         }
@@ -191,11 +192,7 @@ impl SubjectIndex {
         for group in &user.groups {
             add(self.groups.get(group));
         }
-        if let Some((ns, name)) = parse_service_account_username(&user.username) {
-            add(self
-                .service_accounts
-                .get(&(ns.to_string(), name.to_string())));
-        }
+        add(self.service_accounts.get(&user.username));
         out
     }
 }
@@ -216,7 +213,8 @@ fn remove_from<K: std::hash::Hash + Eq>(
 enum SubjectKey {
     User(String),
     Group(String),
-    ServiceAccount(String, String),
+    /// `system:serviceaccount:<ns>:<name>`.
+    ServiceAccount(String),
 }
 
 /// A binding as indexed.
