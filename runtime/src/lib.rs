@@ -12,6 +12,7 @@ pub mod error;
 pub mod fields;
 pub mod kcp;
 pub mod manifests;
+pub mod openmcp;
 pub mod outcome;
 pub mod provider;
 pub mod provider_config;

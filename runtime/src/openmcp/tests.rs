@@ -1,0 +1,415 @@
+//! The openMCP types read and write the objects of the Go platform unchanged, and their CRDs say
+//! what the Go CRDs say.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::{Value, json};
+
+use super::*;
+
+fn crd_json(crd: &CustomResourceDefinition) -> Value {
+    serde_json::to_value(crd).expect("CRDs serialize")
+}
+
+/// Serializes `value` back and checks nothing was renamed, dropped or added.
+fn round_trips<T: serde::de::DeserializeOwned + serde::Serialize>(value: Value) -> T {
+    let typed: T = serde_json::from_value(value.clone()).expect("the Go object parses");
+    assert_eq!(serde_json::to_value(&typed).expect("serializes"), value);
+    typed
+}
+
+#[test]
+fn crds_have_the_go_names_scopes_and_labels() {
+    let expected = [
+        (
+            "clusterrequests.clusters.openmcp.cloud",
+            "Namespaced",
+            "platform",
+            vec!["cr", "creq"],
+        ),
+        (
+            "accessrequests.clusters.openmcp.cloud",
+            "Namespaced",
+            "platform",
+            vec!["ar", "areq"],
+        ),
+        (
+            "clusters.clusters.openmcp.cloud",
+            "Namespaced",
+            "platform",
+            vec![],
+        ),
+        (
+            "serviceproviders.openmcp.cloud",
+            "Cluster",
+            "platform",
+            vec![],
+        ),
+        (
+            "controlplanes.core.open-control-plane.io",
+            "Namespaced",
+            "onboarding",
+            vec!["cp", "ctrlp"],
+        ),
+    ];
+    let crds = crds();
+    assert_eq!(crds.len(), expected.len());
+    for (crd, (name, scope, cluster, short)) in crds.iter().zip(expected) {
+        let j = crd_json(crd);
+        assert_eq!(j["metadata"]["name"], name);
+        assert_eq!(j["spec"]["scope"], scope, "{name}");
+        assert_eq!(
+            j["metadata"]["labels"]["openmcp.cloud/cluster"], cluster,
+            "{name}"
+        );
+        let shortnames: Vec<&str> = j["spec"]["names"]["shortNames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(shortnames, short, "{name}");
+        assert_eq!(
+            j["spec"]["versions"][0]["subresources"]["status"],
+            json!({}),
+            "{name}"
+        );
+        assert_eq!(j["spec"]["versions"][0]["served"], true);
+        assert_eq!(j["spec"]["versions"][0]["storage"], true);
+    }
+    assert_eq!(platform_crds().len(), 4);
+    assert_eq!(onboarding_crds().len(), 1);
+}
+
+#[test]
+fn printer_columns_and_selectable_fields_match_go() {
+    let cr = crd_json(&ClusterRequest::crd());
+    let version = &cr["spec"]["versions"][0];
+    let columns: Vec<(&str, &str)> = version["additionalPrinterColumns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| Some((c["name"].as_str()?, c["jsonPath"].as_str()?)))
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            ("Purpose", ".spec.purpose"),
+            ("Phase", ".status.phase"),
+            ("Cluster", ".status.cluster.name"),
+            ("Cluster-NS", ".status.cluster.namespace")
+        ]
+    );
+    assert_eq!(
+        version["selectableFields"],
+        json!([{"jsonPath": ".spec.purpose"}, {"jsonPath": ".status.phase"}])
+    );
+    let ar = crd_json(&AccessRequest::crd());
+    assert_eq!(
+        ar["spec"]["versions"][0]["additionalPrinterColumns"][0]["jsonPath"],
+        ".status.phase"
+    );
+}
+
+#[test]
+fn crds_carry_the_go_cel_rules() {
+    let rules = |crd: &CustomResourceDefinition, pointer: &str| -> Vec<String> {
+        crd_json(crd)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+            .pointer(pointer)
+            .and_then(|s| s["x-kubernetes-validations"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|r| r["rule"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert_eq!(
+        rules(&ClusterRequest::crd(), "/properties/spec"),
+        ["self == oldSelf"]
+    );
+    assert_eq!(
+        rules(
+            &ClusterRequest::crd(),
+            "/properties/status/properties/cluster"
+        ),
+        ["self == oldSelf"]
+    );
+    let ar_spec = rules(&AccessRequest::crd(), "/properties/spec");
+    assert!(
+        ar_spec
+            .iter()
+            .any(|r| r.contains("has(self.token) && !has(self.oidc)")),
+        "{ar_spec:?}"
+    );
+    assert_eq!(ar_spec.len(), 3);
+    assert_eq!(
+        rules(
+            &AccessRequest::crd(),
+            "/properties/spec/properties/clusterRef"
+        ),
+        ["self == oldSelf"]
+    );
+    assert_eq!(
+        rules(
+            &AccessRequest::crd(),
+            "/properties/spec/properties/requestRef"
+        ),
+        ["self == oldSelf"]
+    );
+    assert_eq!(
+        rules(&Cluster::crd(), "/properties/spec/properties/profile"),
+        ["self == oldSelf"]
+    );
+}
+
+#[test]
+fn schemas_require_what_go_requires() {
+    let schema = |crd: &CustomResourceDefinition| {
+        crd_json(crd)["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
+    };
+    let cr = schema(&ClusterRequest::crd());
+    assert_eq!(cr["properties"]["spec"]["required"], json!(["purpose"]));
+    let mut status_required: Vec<String> =
+        serde_json::from_value(cr["properties"]["status"]["required"].clone()).unwrap_or_default();
+    status_required.sort();
+    assert_eq!(status_required, ["observedGeneration", "phase"]);
+    let ar = schema(&AccessRequest::crd());
+    let permission =
+        &ar["properties"]["spec"]["properties"]["token"]["properties"]["permissions"]["items"];
+    assert_eq!(permission["required"], json!(["rules"]));
+    assert!(permission["properties"]["disableAutomaticNamespaceCreation"].is_object());
+    let role_ref =
+        &ar["properties"]["spec"]["properties"]["token"]["properties"]["roleRefs"]["items"];
+    let mut required: Vec<String> =
+        serde_json::from_value(role_ref["required"].clone()).unwrap_or_default();
+    required.sort();
+    assert_eq!(required, ["kind", "name"]);
+    assert_eq!(
+        role_ref["properties"]["kind"]["enum"],
+        json!(["Role", "ClusterRole"])
+    );
+    let sp = schema(&ServiceProvider::crd());
+    assert_eq!(sp["properties"]["spec"]["required"], json!(["image"]));
+    assert_eq!(
+        sp["properties"]["spec"]["properties"]["env"]["x-kubernetes-list-map-keys"],
+        json!(["name"])
+    );
+    assert_eq!(
+        sp["properties"]["spec"]["properties"]["verbosity"]["default"],
+        "INFO"
+    );
+    let cluster = schema(&Cluster::crd());
+    assert_eq!(
+        cluster["properties"]["spec"]["properties"]["tenancy"]["enum"],
+        json!(["Exclusive", "Shared"])
+    );
+    assert_eq!(
+        cluster["properties"]["status"]["properties"]["providerStatus"]["x-kubernetes-preserve-unknown-fields"],
+        true
+    );
+    let cp = schema(&ControlPlane::crd());
+    assert_eq!(cp["properties"]["spec"]["required"], json!(["iam"]));
+}
+
+#[test]
+fn cluster_request_reads_the_go_object() {
+    let cr: ClusterRequest = round_trips(json!({
+        "apiVersion": "clusters.openmcp.cloud/v1alpha1",
+        "kind": "ClusterRequest",
+        "metadata": {
+            "name": "velero--my-mcp--wl",
+            "namespace": "mcp--ed00e8ed-8a09-8c62-a9b8-e6fc20255174",
+            "labels": {
+                "openmcp.cloud/managed-by": "velero",
+                "openmcp.cloud/managed-purpose": "project-p--ws-w.my-mcp.workload",
+                "openmcp.cloud/onboarding-name": "my-mcp",
+                "openmcp.cloud/onboarding-namespace": "project-p--ws-w"
+            },
+            "finalizers": ["clusters.openmcp.cloud/clusteraccess"]
+        },
+        "spec": {"purpose": "workload", "waitForClusterDeletion": true},
+        "status": {
+            "phase": "Granted",
+            "cluster": {"name": "workload-1", "namespace": "openmcp-system"},
+            "observedGeneration": 1
+        }
+    }));
+    assert!(cr.is_granted());
+    assert_eq!(cr.spec.purpose, "workload");
+    let status = cr.status.as_ref().expect("status");
+    assert_eq!(
+        status.cluster.as_ref().map(|c| c.name.as_str()),
+        Some("workload-1")
+    );
+    assert!(!status.is_pending() && !status.is_denied());
+}
+
+#[test]
+fn access_request_reads_the_go_object() {
+    let ar: AccessRequest = round_trips(json!({
+        "apiVersion": "clusters.openmcp.cloud/v1alpha1",
+        "kind": "AccessRequest",
+        "metadata": {"name": "velero--my-mcp--mcp", "namespace": "mcp--x", "generation": 2},
+        "spec": {
+            "requestRef": {"name": "my-mcp", "namespace": "mcp--x"},
+            "token": {
+                "permissions": [{
+                    "name": "velero-admin",
+                    "namespace": "velero",
+                    "disableAutomaticNamespaceCreation": true,
+                    "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
+                }],
+                "roleRefs": [{"name": "cluster-admin", "kind": "ClusterRole"}, {"name": "r", "namespace": "n", "kind": "Role"}]
+            },
+            "ttl": "24h"
+        },
+        "status": {"phase": "Granted", "observedGeneration": 2, "secretRef": {"name": "velero--my-mcp--mcp.kubeconfig"}}
+    }));
+    assert!(ar.is_ready());
+    let token = ar.spec.token.as_ref().expect("token");
+    assert_eq!(token.role_refs[0], RoleRef::cluster_role("cluster-admin"));
+    assert_eq!(token.role_refs[1], RoleRef::role("n", "r"));
+    assert!(token.permissions[0].disable_automatic_namespace_creation);
+    assert_eq!(
+        ar.spec.ttl.map(std::time::Duration::from),
+        Some(std::time::Duration::from_secs(86400))
+    );
+
+    // Granted for an older generation is not ready.
+    let mut stale = ar.clone();
+    stale.metadata.generation = Some(3);
+    assert!(!stale.is_ready());
+    let pending = AccessRequest::new("x", AccessRequestSpec::default());
+    assert!(!pending.is_ready());
+}
+
+#[test]
+fn oidc_access_request_reads_the_go_object() {
+    let ar: AccessRequest = round_trips(json!({
+        "apiVersion": "clusters.openmcp.cloud/v1alpha1",
+        "kind": "AccessRequest",
+        "metadata": {"name": "oidc", "namespace": "mcp--x"},
+        "spec": {
+            "clusterRef": {"name": "c", "namespace": "ns"},
+            "oidc": {
+                "name": "openmcp",
+                "issuer": "https://oidc.example.com",
+                "clientID": "client",
+                "groupsClaim": "groups",
+                "groupsPrefix": "openmcp:",
+                "usernameClaim": "sub",
+                "usernamePrefix": "openmcp:",
+                "extraScopes": ["foo"],
+                "roleBindings": [{
+                    "subjects": [{"kind": "User", "name": "alice"}],
+                    "roleRefs": [{"name": "view", "kind": "ClusterRole"}]
+                }],
+                "roles": [{"name": "extra", "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]}]
+            }
+        }
+    }));
+    let oidc = ar.spec.oidc.expect("oidc");
+    assert_eq!(oidc.provider.client_id, "client");
+    assert_eq!(oidc.roles[0].name, "extra");
+}
+
+#[test]
+fn cluster_and_service_provider_read_the_go_objects() {
+    let cluster: Cluster = round_trips(json!({
+        "apiVersion": "clusters.openmcp.cloud/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {
+            "name": "workload-1",
+            "namespace": "openmcp-system",
+            "finalizers": ["request.clusters.openmcp.cloud/u1", "request.clusters.openmcp.cloud/u2", "request.clusters.openmcp.cloud/u1", "other"]
+        },
+        "spec": {"profile": "kind", "kubernetes": {"version": "1.33"}, "purposes": ["workload"], "tenancy": "Shared"},
+        "status": {
+            "phase": "Ready",
+            "observedGeneration": 1,
+            "apiServer": "https://127.0.0.1:6443",
+            "endpoints": {"apiserver-internal": "https://workload-1.internal:6443"},
+            "providerStatus": {"anything": ["goes"]}
+        }
+    }));
+    assert_eq!(cluster.tenancy_count(), 2);
+    assert_eq!(cluster.spec.tenancy, Tenancy::Shared);
+
+    let sp: ServiceProvider = round_trips(json!({
+        "apiVersion": "openmcp.cloud/v1alpha1",
+        "kind": "ServiceProvider",
+        "metadata": {"name": "velero"},
+        "spec": {
+            "image": "ghcr.io/openmcp-project/images/service-provider-velero:v1.1.2",
+            "imagePullSecrets": [{"name": "x"}],
+            "initCommand": ["init"],
+            "runCommand": ["run"],
+            "env": [{"name": "A", "value": "b"}],
+            "verbosity": "INFO",
+            "runReplicas": 2,
+            "metrics": {"path": "/metrics", "port": 8080}
+        },
+        "status": {
+            "phase": "Ready",
+            "observedGeneration": 3,
+            "resources": [{"group": "velero.services.open-control-plane.io", "version": "v1alpha1", "kind": "Velero"}]
+        }
+    }));
+    let status = sp.status.expect("status");
+    assert_eq!(status.resources[0].kind, "Velero");
+}
+
+#[test]
+fn control_plane_reads_the_go_object() {
+    let cp: ControlPlane = round_trips(json!({
+        "apiVersion": "core.open-control-plane.io/v2alpha1",
+        "kind": "ControlPlane",
+        "metadata": {"name": "mcp-01", "namespace": "project-p--ws-w"},
+        "spec": {
+            "iam": {
+                "oidc": {
+                    "defaultProvider": {"roleBindings": [{
+                        "subjects": [{"kind": "User", "name": "john.doe@example.com"}],
+                        "roleRefs": [{"kind": "ClusterRole", "name": "cluster-admin"}]
+                    }]},
+                    "extraProviders": [{
+                        "name": "my-oidc-provider",
+                        "issuer": "https://oidc.example.com",
+                        "clientID": "my-client-id",
+                        "extraScopes": ["foo"],
+                        "roleBindings": []
+                    }]
+                },
+                "tokens": [{"name": "admin", "roleRefs": [{"kind": "ClusterRole", "name": "cluster-admin"}]}]
+            }
+        },
+        "status": {"phase": "Ready", "observedGeneration": 1, "access": {"default": {"name": "mcp-01.kubeconfig"}}}
+    }));
+    assert_eq!(cp.spec.iam.tokens[0].name, "admin");
+    assert_eq!(
+        cp.status.expect("status").access["default"].name,
+        "mcp-01.kubeconfig"
+    );
+}
+
+#[test]
+fn names_of_a_tenant_fit_together() -> Result<(), naming::NamingError> {
+    // The objects a Go provider named `velero` creates for Service API object `project-p--ws-w/my-mcp`.
+    let ns = naming::stable_mcp_namespace("my-mcp", "project-p--ws-w")?;
+    assert!(ns.starts_with("mcp--"));
+    let mcp_ar = naming::stable_request_name("velero", "my-mcp", constants::MCP_REQUEST_SUFFIX)?;
+    let wl = naming::stable_request_name("velero", "my-mcp", constants::WORKLOAD_REQUEST_SUFFIX)?;
+    assert_eq!(
+        (mcp_ar.as_str(), wl.as_str()),
+        ("velero--my-mcp--mcp", "velero--my-mcp--wl")
+    );
+    let labels = naming::request_labels(
+        "velero",
+        "project-p--ws-w",
+        "my-mcp",
+        constants::WORKLOAD_CLUSTER_ID,
+    );
+    assert_eq!(
+        labels[constants::MANAGED_PURPOSE_LABEL],
+        "project-p--ws-w.my-mcp.workload"
+    );
+    Ok(())
+}
