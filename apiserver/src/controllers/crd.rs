@@ -1,0 +1,421 @@
+//! CustomResourceDefinitions: validation of the definition, registration of the resources it
+//! defines (synchronously, so a created CRD is served at once), and cleanup of its objects on deletion.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::admission::{AdmissionPlugin, Attributes, Operation};
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::registry::{PrinterColumn, ResourceInfo, ScaleSpec, Strategy};
+use crate::shard::Shard;
+use crate::storage::{self, DeleteOptions};
+use crate::store::{Event, EventType, ObjKey, StoreKey, WatchFilter};
+use crate::validation::Validator;
+
+/// The finalizer that keeps a CRD until its objects are deleted.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+fn cause(reason: &str, field: impl Into<String>, message: impl Into<String>) -> Cause {
+    Cause {
+        reason: reason.into(),
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Validates a CRD as kube-apiserver does (the parts clients run into).
+pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let group = s(crd, "/spec/group");
+    let plural = s(crd, "/spec/names/plural");
+    let kind = s(crd, "/spec/names/kind");
+    let name = s(crd, "/metadata/name");
+    if group.is_empty() {
+        out.push(cause("FieldValueRequired", "spec.group", "Required value"));
+    } else if !group.contains('.') {
+        out.push(cause(
+            "FieldValueInvalid",
+            "spec.group",
+            format!("Invalid value: {group:?}: should be a domain with at least one dot"),
+        ));
+    }
+    if plural.is_empty() {
+        out.push(cause(
+            "FieldValueRequired",
+            "spec.names.plural",
+            "Required value",
+        ));
+    }
+    if kind.is_empty() {
+        out.push(cause(
+            "FieldValueRequired",
+            "spec.names.kind",
+            "Required value",
+        ));
+    }
+    if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
+        out.push(cause(
+            "FieldValueInvalid",
+            "metadata.name",
+            format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"),
+        ));
+    }
+    let scope = s(crd, "/spec/scope");
+    if scope != "Namespaced" && scope != "Cluster" {
+        out.push(cause(
+            "FieldValueNotSupported",
+            "spec.scope",
+            format!("Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\""),
+        ));
+    }
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if versions.is_empty() {
+        out.push(cause(
+            "FieldValueRequired",
+            "spec.versions",
+            "Required value: must have exactly one version marked as storage version",
+        ));
+    } else if versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .count()
+        != 1
+    {
+        out.push(cause(
+            "FieldValueInvalid",
+            "spec.versions",
+            format!(
+                "Invalid value: {}: must have exactly one version marked as storage version",
+                Value::Array(versions.clone())
+            ),
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for (i, v) in versions.iter().enumerate() {
+        let vn = s(v, "/name");
+        if !seen.insert(vn.to_string()) {
+            out.push(cause(
+                "FieldValueDuplicate",
+                format!("spec.versions[{i}].name"),
+                format!("Duplicate value: {vn:?}"),
+            ));
+        }
+        match v.pointer("/schema/openAPIV3Schema") {
+            None => out.push(cause(
+                "FieldValueRequired",
+                format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                "Required value: schemas are required",
+            )),
+            Some(schema) => {
+                if let Err(errs) = Validator::compile(schema) {
+                    for mut e in errs {
+                        e.field = if e.field.is_empty() {
+                            format!("spec.versions[{i}].schema.openAPIV3Schema")
+                        } else {
+                            format!("spec.versions[{i}].schema.openAPIV3Schema.{}", e.field)
+                        };
+                        out.push(e);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(old) = old {
+        for (ptr, field) in [
+            ("/spec/group", "spec.group"),
+            ("/spec/names/plural", "spec.names.plural"),
+            ("/spec/scope", "spec.scope"),
+        ] {
+            if old.pointer(ptr) != crd.pointer(ptr) && field != "spec.scope" {
+                out.push(cause(
+                    "FieldValueInvalid",
+                    field,
+                    format!("Invalid value: {:?}: field is immutable", s(crd, ptr)),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The resources a CRD serves, one per served version.
+pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
+    let group = s(crd, "/spec/group").to_string();
+    let plural = s(crd, "/spec/names/plural").to_string();
+    let kind = s(crd, "/spec/names/kind").to_string();
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let storage_version = versions
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .map(|v| s(v, "/name").to_string())
+        .unwrap_or_default();
+    let name = s(crd, "/metadata/name");
+    let mut out = Vec::new();
+    for v in &versions {
+        if v.get("served").and_then(Value::as_bool) != Some(true) {
+            continue;
+        }
+        let version = s(v, "/name").to_string();
+        let schema = v.pointer("/schema/openAPIV3Schema").cloned();
+        let scale = v.pointer("/subresources/scale").map(|sc| ScaleSpec {
+            spec_replicas: s(sc, "/specReplicasPath").to_string(),
+            status_replicas: s(sc, "/statusReplicasPath").to_string(),
+            label_selector: sc
+                .get("labelSelectorPath")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        });
+        let printer_columns = v
+            .get("additionalPrinterColumns")
+            .and_then(Value::as_array)
+            .map(|cols| {
+                cols.iter()
+                    .map(|c| PrinterColumn {
+                        name: s(c, "/name").to_string(),
+                        type_: s(c, "/type").to_string(),
+                        format: s(c, "/format").to_string(),
+                        description: s(c, "/description").to_string(),
+                        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                        json_path: s(c, "/jsonPath").to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let field_selectors = v
+            .get("selectableFields")
+            .and_then(Value::as_array)
+            .map(|fs| {
+                fs.iter()
+                    .map(|f| s(f, "/jsonPath").trim_start_matches('.').to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push(Arc::new(ResourceInfo {
+            group: group.clone(),
+            version: version.clone(),
+            resource: plural.clone(),
+            singular: s(crd, "/spec/names/singular").to_string(),
+            kind: kind.clone(),
+            list_kind: crd
+                .pointer("/spec/names/listKind")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{kind}List")),
+            namespaced: s(crd, "/spec/scope") == "Namespaced",
+            short_names: strings(crd.pointer("/spec/names/shortNames")),
+            categories: strings(crd.pointer("/spec/names/categories")),
+            verbs: crate::builtin::STANDARD_VERBS
+                .iter()
+                .map(|v| v.to_string())
+                .collect(),
+            status: v.pointer("/subresources/status").is_some(),
+            scale,
+            store: StoreKey::new(&group, &plural),
+            storage_api_version: crate::registry::api_version(&group, &storage_version),
+            strategy: Strategy::Custom,
+            generation: true,
+            printer_columns,
+            validator: schema
+                .as_ref()
+                .and_then(|sc| Validator::compile(sc).ok())
+                .map(Arc::new),
+            field_selectors,
+            openapi_schema: schema.map(Arc::new),
+            source: format!("crd/{name}"),
+            source_uid: crd
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            deprecated: v
+                .get("deprecated")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        }));
+    }
+    out
+}
+
+/// Registers (or unregisters) the resources of a CRD after a committed write.
+pub fn register(shard: &Shard, cluster: &Arc<str>, ev: &Event) {
+    let source = format!("crd/{}", ev.object.key.name);
+    if ev.kind == EventType::Deleted {
+        shard.registry().set_source(cluster, &source, Vec::new());
+    } else {
+        shard
+            .registry()
+            .set_source(cluster, &source, resource_infos(&ev.object.value()));
+    }
+}
+
+/// Deletes the objects of a CRD being deleted, then releases its finalizer.
+#[derive(Default)]
+pub(crate) struct CrdController {
+    pending: BTreeSet<(Arc<str>, String)>,
+}
+
+pub(crate) fn start(shard: &Arc<Shard>) {
+    let filter = WatchFilter {
+        resource: Some(StoreKey::new(
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+        )),
+        ..Default::default()
+    };
+    super::spawn(shard, filter, CrdController::default());
+}
+
+impl CrdController {
+    /// Returns true when the CRD is done (gone or finalizer released).
+    fn cleanup(&self, shard: &Shard, cluster: &Arc<str>, name: &str) -> bool {
+        let crds = storage::builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+        let api = shard.api(cluster);
+        let Ok(crd) = api.get(&crds, "", name) else {
+            return true;
+        };
+        if !crd.deleting {
+            return true;
+        }
+        let v = crd.value();
+        let store = StoreKey::new(s(&v, "/spec/group"), s(&v, "/spec/names/plural"));
+        let remaining = cleanup_objects(shard, cluster, &store);
+        if remaining > 0 {
+            return false;
+        }
+        let r = api.modify(&crds, "", name, None, |o| {
+            let fins = crate::meta::finalizers(o);
+            if !fins.iter().any(|f| f == CLEANUP_FINALIZER) {
+                return Ok(false);
+            }
+            let rest: Vec<String> = fins
+                .into_iter()
+                .filter(|f| f != CLEANUP_FINALIZER)
+                .collect();
+            crate::meta::set_meta(o, "finalizers", Some(serde_json::json!(rest)));
+            Ok(true)
+        });
+        r.is_ok() || r.is_err_and(|e| e.code == 404)
+    }
+}
+
+/// Deletes every object of a resource in a logical cluster (honouring finalizers); returns how many
+/// remain.
+pub(crate) fn cleanup_objects(shard: &Shard, cluster: &Arc<str>, store: &StoreKey) -> usize {
+    let Some(info) = shard.registry().by_store(cluster, store) else {
+        // Nothing serves the resource any more: remove the objects directly.
+        let mut keys: Vec<ObjKey> = Vec::new();
+        shard.store().scan(store, Some(cluster), None, None, |o| {
+            keys.push(o.key.clone());
+            true
+        });
+        for k in keys {
+            let _ = shard.store().commit(
+                store,
+                &k,
+                crate::store::Write::Delete(Default::default(), None),
+            );
+        }
+        return 0;
+    };
+    let api = shard.api(cluster);
+    let objs = api.list(&info, None);
+    let mut remaining = 0;
+    for o in objs {
+        match api.delete(
+            &info,
+            &o.key.namespace,
+            &o.key.name,
+            &DeleteOptions::default(),
+        ) {
+            Ok(storage::Deleted::Gone(_)) => {}
+            Err(e) if e.code == 404 => {}
+            _ => remaining += 1,
+        }
+    }
+    remaining
+}
+
+impl super::Reconciler for CrdController {
+    fn event(&mut self, shard: &Shard, ev: &Event) {
+        if ev.kind != EventType::Deleted && ev.object.deleting {
+            let key = (
+                ev.object.key.cluster.clone(),
+                ev.object.key.name.to_string(),
+            );
+            if !self.cleanup(shard, &key.0, &key.1) {
+                self.pending.insert(key);
+            }
+        }
+        // Keep the registry in sync with CRDs written before the watch began (resync).
+        if ev.prev.is_none() && ev.kind == EventType::Added {
+            register(shard, &ev.object.key.cluster, ev);
+        }
+    }
+
+    fn tick(&mut self, shard: &Shard) -> bool {
+        let pending = std::mem::take(&mut self.pending);
+        for (cluster, name) in pending {
+            if !self.cleanup(shard, &cluster, &name) {
+                self.pending.insert((cluster, name));
+            }
+        }
+        !self.pending.is_empty()
+    }
+}
+
+/// Refuses new custom objects while their CRD is being deleted.
+pub struct TerminatingCrdAdmission;
+
+impl AdmissionPlugin for TerminatingCrdAdmission {
+    fn name(&self) -> &str {
+        "TerminatingCustomResourceDefinition"
+    }
+
+    fn admit(&self, shard: &Shard, a: &mut Attributes<'_>) -> ApiResult<()> {
+        if a.operation != Operation::Create
+            || a.info.strategy != Strategy::Custom
+            || !a.info.source.starts_with("crd/")
+        {
+            return Ok(());
+        }
+        let crd_name = &a.info.source["crd/".len()..];
+        let key = ObjKey::new(a.cluster.into(), "", crd_name);
+        let crd = shard.store().get(
+            &StoreKey::new("apiextensions.k8s.io", "customresourcedefinitions"),
+            &key,
+        );
+        if crd.is_some_and(|c| c.deleting) {
+            let mut e = ApiError::new(
+                405,
+                "MethodNotAllowed",
+                "create not allowed while custom resource definition is terminating",
+            );
+            e.details = Some(serde_json::json!({"group": a.info.group, "kind": a.info.resource}));
+            return Err(e);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,96 @@
+//! Conversion between a resource's served versions and its stored representation.
+//!
+//! Custom resources use the `None` strategy (only `apiVersion` changes); events.k8s.io/v1 Events are a
+//! field-renamed view of core/v1 Events, which is how kube-apiserver stores both.
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+
+use crate::registry::{ResourceInfo, Strategy};
+use crate::store::StoredObject;
+
+/// core/v1 Event field ↔ events.k8s.io/v1 Event field.
+const EVENT_FIELDS: &[(&str, &str)] = &[
+    ("involvedObject", "regarding"),
+    ("message", "note"),
+    ("reportingComponent", "reportingController"),
+    ("source", "deprecatedSource"),
+    ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"),
+    ("count", "deprecatedCount"),
+];
+
+fn rename(obj: &mut Map<String, Value>, pairs: impl Iterator<Item = (&'static str, &'static str)>) {
+    let mut moved = Vec::new();
+    for (from, to) in pairs {
+        if let Some(v) = obj.remove(from) {
+            moved.push((to, v));
+        }
+    }
+    for (to, v) in moved {
+        obj.insert(to.to_string(), v);
+    }
+}
+
+/// Converts a request body (in `info`'s served version) to the stored representation.
+pub fn to_storage(info: &ResourceInfo, mut obj: Value) -> Value {
+    if info.strategy == Strategy::EventsV1 {
+        if let Value::Object(m) = &mut obj {
+            rename(m, EVENT_FIELDS.iter().map(|(core, v1)| (*v1, *core)));
+        }
+    }
+    obj["apiVersion"] = Value::String(info.storage_api_version.clone());
+    obj
+}
+
+/// Converts a stored object to `info`'s served version.
+pub fn from_storage(info: &ResourceInfo, mut obj: Value) -> Value {
+    if info.strategy == Strategy::EventsV1 {
+        if let Value::Object(m) = &mut obj {
+            rename(m, EVENT_FIELDS.iter().copied());
+            // events.k8s.io/v1 requires eventTime; core events written by older clients lack it.
+            if m.get("eventTime").is_none_or(Value::is_null) {
+                let t = m
+                    .get("deprecatedFirstTimestamp")
+                    .or_else(|| m.get("metadata").and_then(|md| md.get("creationTimestamp")))
+                    .and_then(Value::as_str)
+                    .map(|s| s.replace('Z', ".000000Z"));
+                if let Some(t) = t {
+                    m.insert("eventTime".into(), Value::String(t));
+                }
+            }
+        }
+    }
+    obj["apiVersion"] = Value::String(info.api_version());
+    obj
+}
+
+/// Are the stored bytes already the served representation (same apiVersion, no field mapping)?
+///
+/// Stored JSON has sorted keys, so `apiVersion` leads; checking the prefix avoids parsing.
+pub fn stored_form_matches(info: &ResourceInfo, obj: &StoredObject) -> bool {
+    if info.strategy == Strategy::EventsV1 {
+        return false;
+    }
+    const PREFIX: &[u8] = b"{\"apiVersion\":\"";
+    let av = info.api_version();
+    let b = &obj.bytes[..];
+    b.starts_with(PREFIX)
+        && b[PREFIX.len()..].starts_with(av.as_bytes())
+        && b.get(PREFIX.len() + av.len()) == Some(&b'"')
+}
+
+/// The stored object as served in `info`'s version: the stored bytes themselves when no conversion
+/// is needed (the common case, zero-copy).
+pub fn served_bytes(info: &ResourceInfo, obj: &StoredObject) -> Bytes {
+    if stored_form_matches(info, obj) {
+        return obj.bytes.clone();
+    }
+    let v = from_storage(info, obj.value());
+    Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+}
+
+/// The stored object as a served JSON value.
+pub fn served_value(info: &ResourceInfo, obj: &StoredObject) -> Value {
+    from_storage(info, obj.value())
+}

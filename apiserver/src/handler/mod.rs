@@ -1,0 +1,323 @@
+//! The common request handler: everything below URL routing. A routing layer (a plain cluster's
+//! endpoint, or kcp's `/clusters/<name>` and virtual-workspace fronts) resolves a [`Target`] — shard,
+//! logical cluster(s), surface — and hands the request here.
+
+mod discovery;
+pub mod negotiate;
+mod read;
+pub mod response;
+pub mod table;
+mod watch;
+mod write;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response};
+use http_body_util::BodyExt;
+
+use crate::authn::AuthzRequest;
+use crate::error::{ApiError, ApiResult};
+use crate::identity::UserInfo;
+use crate::registry::{GroupInfo, ResourceInfo};
+use crate::request::{Query, RequestInfo};
+use crate::shard::Shard;
+use negotiate::{Allowed, Output, negotiate};
+pub use response::Body;
+use response::{error_response, text_response};
+
+/// The logical clusters a request addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterScope {
+    /// One logical cluster.
+    One(Arc<str>),
+    /// Every logical cluster of the shard (kcp `/clusters/*`): list and watch only.
+    Wildcard,
+}
+
+/// What serves a request: which resources exist, who the caller is, what they may do. The default
+/// surface is the shard itself; kcp's virtual workspaces restrict and re-route it.
+pub trait Surface: Send + Sync {
+    /// A resource by group, version and plural.
+    fn lookup(
+        &self,
+        t: &Target,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<Arc<ResourceInfo>> {
+        match &t.cluster {
+            ClusterScope::One(c) => t.shard.registry().lookup(c, group, version, resource),
+            ClusterScope::Wildcard => t.shard.registry().lookup("", group, version, resource),
+        }
+    }
+    /// The groups discovery shows.
+    fn groups(&self, t: &Target) -> Vec<GroupInfo> {
+        match &t.cluster {
+            ClusterScope::One(c) => t.shard.registry().groups(c),
+            ClusterScope::Wildcard => t.shard.registry().groups(""),
+        }
+    }
+    /// Resolves the caller from the `Authorization` header.
+    fn authenticate(&self, t: &Target, authorization: Option<&str>) -> ApiResult<UserInfo> {
+        t.shard.auth.authenticate(authorization)
+    }
+    /// Authorizes a request.
+    fn authorize(&self, t: &Target, user: &UserInfo, req: &AuthzRequest<'_>) -> ApiResult<()> {
+        let cluster = match &t.cluster {
+            ClusterScope::One(c) => c.as_ref(),
+            ClusterScope::Wildcard => "*",
+        };
+        crate::authn::authorize(&t.shard, cluster, user, req)
+    }
+}
+
+/// The shard's own resources, users and RBAC.
+pub struct ShardSurface;
+
+impl Surface for ShardSurface {}
+
+/// A resolved request target.
+#[derive(Clone)]
+pub struct Target {
+    /// The shard.
+    pub shard: Arc<Shard>,
+    /// The logical cluster(s).
+    pub cluster: ClusterScope,
+    /// The `cluster` label of request counters.
+    pub label: Arc<str>,
+    /// The surface.
+    pub surface: Arc<dyn Surface>,
+}
+
+impl Target {
+    /// A target for one logical cluster of a shard with the default surface.
+    pub fn new(shard: Arc<Shard>, cluster: Arc<str>, label: Arc<str>) -> Self {
+        Target {
+            shard,
+            cluster: ClusterScope::One(cluster),
+            label,
+            surface: Arc::new(ShardSurface),
+        }
+    }
+}
+
+/// Everything a verb handler needs.
+pub(crate) struct Ctx<'a> {
+    pub target: &'a Target,
+    pub info: Arc<ResourceInfo>,
+    pub ri: &'a RequestInfo,
+    pub query: &'a Query,
+    pub user: &'a UserInfo,
+    pub output: Output,
+    pub headers: &'a HeaderMap,
+}
+
+impl Ctx<'_> {
+    /// The one logical cluster; 405 for wildcard requests that are not list or watch.
+    pub fn cluster(&self) -> ApiResult<&Arc<str>> {
+        match &self.target.cluster {
+            ClusterScope::One(c) => Ok(c),
+            ClusterScope::Wildcard => Err(ApiError::new(
+                405,
+                "MethodNotAllowed",
+                format!(
+                    "{} is not supported in the `*` logical cluster",
+                    self.ri.verb
+                ),
+            )),
+        }
+    }
+
+    /// The namespace of the request ("" for cluster-scoped resources).
+    pub fn namespace(&self) -> &str {
+        if self.info.namespaced {
+            &self.ri.namespace
+        } else {
+            ""
+        }
+    }
+
+    /// `dryRun=All`.
+    pub fn dry_run(&self) -> ApiResult<bool> {
+        match self.query.get("dryRun") {
+            None | Some("") => Ok(false),
+            Some("All") => Ok(true),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "Invalid dry run value: {other}: supported values: \"All\""
+            ))),
+        }
+    }
+}
+
+/// Largest request body accepted (kube-apiserver's limit is 3 MiB).
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Reads a request body.
+pub(crate) async fn read_body(body: hyper::body::Incoming) -> ApiResult<Bytes> {
+    let limited = http_body_util::Limited::new(body, MAX_BODY);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                Err(ApiError::new(
+                    413,
+                    "RequestEntityTooLarge",
+                    "the request body is too large",
+                ))
+            } else {
+                Err(ApiError::bad_request(format!(
+                    "could not read the request body: {e}"
+                )))
+            }
+        }
+    }
+}
+
+/// Handles one request for a resolved target. `path` is the request path below any routing prefix.
+pub async fn handle(
+    target: Target,
+    req: Request<hyper::body::Incoming>,
+    path: &str,
+) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let query = Query::parse(parts.uri.query());
+    let ri = RequestInfo::parse(&parts.method, path, &query);
+    let resp = match handle_inner(&target, &parts.method, &parts.headers, &ri, &query, body).await {
+        Ok(r) => r,
+        Err(e) => error_response(&e),
+    };
+    let verb = if ri.resource_request {
+        ri.verb.clone()
+    } else {
+        parts.method.as_str().to_lowercase()
+    };
+    target.shard.counters().record(
+        &target.label,
+        &verb,
+        &ri.resource_label(),
+        resp.status().as_u16(),
+    );
+    resp
+}
+
+async fn handle_inner(
+    target: &Target,
+    method: &Method,
+    headers: &HeaderMap,
+    ri: &RequestInfo,
+    query: &Query,
+    body: hyper::body::Incoming,
+) -> ApiResult<Response<Body>> {
+    let path = ri.path.trim_end_matches('/');
+    // Public endpoints, as kube-apiserver's system:public-info-viewer allows them.
+    match path {
+        "/healthz" | "/livez" | "/readyz" => {
+            return Ok(text_response(200, "ok", "text/plain; charset=utf-8"));
+        }
+        "/version" => {
+            return Ok(response::value_response(
+                200,
+                &discovery::version(),
+                Output::Json,
+            ));
+        }
+        _ => {}
+    }
+    let authorization = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let user = target.surface.authenticate(target, authorization)?;
+    let latency = target.shard.faults().latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    if !ri.resource_request {
+        let authz = AuthzRequest {
+            verb: &ri.verb,
+            group: "",
+            resource: "",
+            subresource: "",
+            namespace: "",
+            name: "",
+            path,
+            resource_request: false,
+        };
+        target.surface.authorize(target, &user, &authz)?;
+        return discovery::non_resource(target, method, headers, path, ri).await;
+    }
+    let accept = headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    let output = negotiate(
+        accept,
+        Allowed {
+            transforms: true,
+            aggregated: false,
+        },
+    )?;
+    let info = target
+        .surface
+        .lookup(target, &ri.group, &ri.version, &ri.resource)
+        .ok_or_else(ApiError::no_route)?;
+    if let Some(e) =
+        target
+            .shard
+            .faults()
+            .check(&ri.verb, &ri.group, &ri.resource_label(), &ri.name)
+    {
+        return Err(e);
+    }
+    let authz = AuthzRequest {
+        verb: &ri.verb,
+        group: &ri.group,
+        resource: &ri.resource,
+        subresource: &ri.subresource,
+        namespace: if info.namespaced { &ri.namespace } else { "" },
+        name: &ri.name,
+        path,
+        resource_request: true,
+    };
+    target.surface.authorize(target, &user, &authz)?;
+    if info.namespaced && ri.namespace.is_empty() && !matches!(ri.verb.as_str(), "list" | "watch") {
+        // Namespaced objects are addressed under `/namespaces/<ns>/`; the bare path only lists.
+        return Err(ApiError::no_route());
+    }
+    let cx = Ctx {
+        target,
+        info,
+        ri,
+        query,
+        user: &user,
+        output,
+        headers,
+    };
+    if !cx.info.has_verb(verb_for_check(&ri.verb)) && ri.subresource.is_empty() {
+        return Err(ApiError::method_not_supported(
+            &cx.info.group,
+            &cx.info.resource,
+            &ri.verb,
+        ));
+    }
+    match ri.verb.as_str() {
+        "get" => read::get(&cx),
+        "list" => read::list(&cx),
+        "watch" => watch::watch(&cx),
+        "create" => write::create(&cx, read_body(body).await?),
+        "update" => write::update(&cx, read_body(body).await?),
+        "patch" => write::patch(&cx, read_body(body).await?),
+        "delete" => write::delete(&cx, read_body(body).await?),
+        "deletecollection" => write::delete_collection(&cx, read_body(body).await?),
+        _ => Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )),
+    }
+}
+
+fn verb_for_check(verb: &str) -> &str {
+    verb
+}

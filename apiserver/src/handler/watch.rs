@@ -1,0 +1,326 @@
+//! watch: a chunked stream of newline-delimited JSON events, resumable from a resourceVersion,
+//! with bookmarks, timeouts, selector transitions and the streaming-list (`sendInitialEvents`) protocol.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use serde_json::json;
+
+use super::negotiate::Output;
+use super::read::Selectors;
+use super::response::Body;
+use super::table::{self, Include};
+use super::{ClusterScope, Ctx};
+use crate::convert;
+use crate::error::{ApiError, ApiResult};
+use crate::registry::ResourceInfo;
+use crate::shard::Shard;
+use crate::store::{
+    Event, EventType, StoreError, WatchFilter, WatchStart, WatchStream, watch_line,
+};
+
+/// How often a watch with `allowWatchBookmarks` gets a BOOKMARK.
+const BOOKMARK_EVERY: Duration = Duration::from_secs(5);
+/// Watch lifetime when the client sets no `timeoutSeconds` (kube-apiserver: 30–60 min).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+/// Events batched into one chunk at most.
+const BATCH: usize = 512;
+
+struct Encoder {
+    info: Arc<ResourceInfo>,
+    sel: Selectors,
+    output: Output,
+    include: Include,
+    headers_sent: bool,
+    plain: bool,
+}
+
+impl Encoder {
+    fn matches(&self, o: &crate::store::StoredObject) -> bool {
+        self.sel.matches(&self.info, o)
+    }
+
+    /// The line for an event, or `None` when the watcher does not see it.
+    fn encode(&mut self, ev: &Event) -> Option<Bytes> {
+        let cur = self.matches(&ev.object);
+        let kind = match ev.kind {
+            EventType::Added => cur.then_some(EventType::Added),
+            EventType::Deleted => cur.then_some(EventType::Deleted),
+            EventType::Modified => {
+                let prev = ev.prev.as_deref().is_some_and(|p| self.matches(p));
+                match (prev, cur) {
+                    (true, true) => Some(EventType::Modified),
+                    (false, true) => Some(EventType::Added),
+                    (true, false) => Some(EventType::Deleted),
+                    (false, false) => None,
+                }
+            }
+        }?;
+        if self.plain && kind == ev.kind && convert::stored_form_matches(&self.info, &ev.object) {
+            return Some(ev.line());
+        }
+        Some(match self.output {
+            Output::Table => {
+                let v = convert::served_value(&self.info, &ev.object);
+                let rv = ev.object.rv.to_string();
+                let t = table::table(
+                    &self.info,
+                    &[v],
+                    self.include,
+                    &rv,
+                    None,
+                    !self.headers_sent,
+                );
+                self.headers_sent = true;
+                watch_line(kind.as_str(), &serde_json::to_vec(&t).unwrap_or_default())
+            }
+            Output::Metadata => {
+                let v = table::partial_metadata(&convert::served_value(&self.info, &ev.object));
+                watch_line(kind.as_str(), &serde_json::to_vec(&v).unwrap_or_default())
+            }
+            _ => watch_line(
+                kind.as_str(),
+                &convert::served_bytes(&self.info, &ev.object),
+            ),
+        })
+    }
+
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let obj = match self.output {
+            Output::Table => {
+                json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()}, "columnDefinitions": [], "rows": []})
+            }
+            Output::Metadata => {
+                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta})
+            }
+            _ => {
+                json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": meta})
+            }
+        };
+        watch_line("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
+    }
+}
+
+fn error_line(e: &ApiError) -> Bytes {
+    watch_line(
+        "ERROR",
+        &serde_json::to_vec(&e.to_status()).unwrap_or_default(),
+    )
+}
+
+/// Starts a watch.
+pub(crate) fn watch(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
+    let sel = Selectors::parse(cx)?;
+    let q = cx.query;
+    let bookmarks = q.flag("allowWatchBookmarks");
+    let send_initial = q.get("sendInitialEvents").map(|v| v == "true");
+    let rv_param = q.get("resourceVersion").filter(|r| !r.is_empty());
+    let rv_match = q.get("resourceVersionMatch").filter(|r| !r.is_empty());
+    if send_initial.is_some() {
+        if rv_match != Some("NotOlderThan") {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "ListOptions",
+                "",
+                vec![crate::error::Cause {
+                    reason: "FieldValueForbidden".into(),
+                    message: "Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan".into(),
+                    field: "sendInitialEvents".into(),
+                }],
+            ));
+        }
+        if send_initial == Some(true) && !bookmarks {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "ListOptions",
+                "",
+                vec![crate::error::Cause {
+                    reason: "FieldValueForbidden".into(),
+                    message:
+                        "Forbidden: sendInitialEvents requires setting allowWatchBookmarks=true"
+                            .into(),
+                    field: "allowWatchBookmarks".into(),
+                }],
+            ));
+        }
+    } else if rv_match.is_some() {
+        return Err(ApiError::bad_request(
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    let timeout = match q.get("timeoutSeconds") {
+        Some(t) => Duration::from_secs(
+            t.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds: {t}")))?,
+        ),
+        None => DEFAULT_TIMEOUT,
+    };
+    let start = match (send_initial, rv_param) {
+        (Some(true), _) => WatchStart::Now,
+        (Some(false), None | Some("0")) => WatchStart::After(cx.target.shard.store().current_rv()),
+        (_, None | Some("0")) => WatchStart::Now,
+        (_, Some(rv)) => WatchStart::After(crate::meta::parse_rv(rv)?),
+    };
+    let filter = WatchFilter {
+        resource: Some(cx.info.store.clone()),
+        cluster: match &cx.target.cluster {
+            ClusterScope::One(c) => Some(c.clone()),
+            ClusterScope::Wildcard => None,
+        },
+        namespace: if cx.info.namespaced && !cx.ri.namespace.is_empty() {
+            Some(cx.ri.namespace.clone())
+        } else {
+            None
+        },
+        name: sel
+            .field
+            .required_name()
+            .map(str::to_string)
+            .or_else(|| (!cx.ri.name.is_empty()).then(|| cx.ri.name.clone())),
+    };
+    let encoder = Encoder {
+        plain: matches!(cx.output, Output::Json),
+        info: cx.info.clone(),
+        sel,
+        output: if cx.output == Output::Yaml {
+            Output::Json
+        } else {
+            cx.output
+        },
+        include: Include::parse(q.get("includeObject")),
+        headers_sent: false,
+    };
+    let mut resp_status = StatusCode::OK;
+    let body: Body = match cx.target.shard.store().watch(filter, start) {
+        Ok(stream) => stream_body(
+            cx.target.shard.clone(),
+            stream,
+            encoder,
+            bookmarks,
+            send_initial == Some(true),
+            timeout,
+        ),
+        // kube-apiserver answers a too-old resourceVersion with 200 and one ERROR event.
+        Err(StoreError::Expired { requested, oldest }) => {
+            super::response::full(error_line(&ApiError::expired(requested, oldest)))
+        }
+        Err(e) => {
+            resp_status = StatusCode::INTERNAL_SERVER_ERROR;
+            super::response::full(error_line(&ApiError::internal(e)))
+        }
+    };
+    let mut r = Response::new(body);
+    *r.status_mut() = resp_status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    Ok(r)
+}
+
+struct State {
+    shard: std::sync::Weak<Shard>,
+    stream: WatchStream,
+    enc: Encoder,
+    bookmarks: bool,
+    deadline: tokio::time::Instant,
+    last_rv: u64,
+    next_bookmark: tokio::time::Instant,
+}
+
+fn stream_body(
+    shard: Arc<Shard>,
+    mut stream: WatchStream,
+    mut enc: Encoder,
+    bookmarks: bool,
+    initial_end: bool,
+    timeout: Duration,
+) -> Body {
+    // The first chunk: the backlog (history replay or initial objects), then the end-of-initial-events
+    // bookmark for streaming lists.
+    let mut first = BytesMut::new();
+    let mut last_rv = stream.start_rv;
+    let backlog = std::mem::take(&mut stream.backlog);
+    for ev in &backlog {
+        if let Some(line) = enc.encode(ev) {
+            first.extend_from_slice(&line);
+        }
+    }
+    if initial_end {
+        first.extend_from_slice(&enc.bookmark(stream.start_rv, true));
+    } else if let Some(ev) = backlog.last() {
+        last_rv = last_rv.max(ev.rv);
+    }
+    let now = tokio::time::Instant::now();
+    let state = State {
+        shard: Arc::downgrade(&shard),
+        stream,
+        enc,
+        bookmarks,
+        deadline: now + timeout,
+        last_rv,
+        next_bookmark: now + BOOKMARK_EVERY,
+    };
+    let head = futures::stream::iter(
+        (!first.is_empty()).then(|| Ok::<_, std::convert::Infallible>(Frame::data(first.freeze()))),
+    );
+    let tail = futures::stream::unfold(state, |mut st| async move {
+        loop {
+            let wake = if st.bookmarks {
+                st.deadline.min(st.next_bookmark)
+            } else {
+                st.deadline
+            };
+            tokio::select! {
+                ev = st.stream.rx.recv() => {
+                    let Some(ev) = ev else { return None };
+                    let mut buf = BytesMut::new();
+                    st.last_rv = st.last_rv.max(ev.rv);
+                    if let Some(l) = st.enc.encode(&ev) { buf.extend_from_slice(&l); }
+                    let mut n = 1;
+                    while n < BATCH {
+                        match st.stream.rx.try_recv() {
+                            Ok(ev) => {
+                                st.last_rv = st.last_rv.max(ev.rv);
+                                if let Some(l) = st.enc.encode(&ev) { buf.extend_from_slice(&l); }
+                                n += 1;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    if !buf.is_empty() {
+                        return Some((Ok(Frame::data(buf.freeze())), st));
+                    }
+                }
+                _ = tokio::time::sleep_until(wake) => {
+                    if tokio::time::Instant::now() >= st.deadline {
+                        return None;
+                    }
+                    st.next_bookmark = tokio::time::Instant::now() + BOOKMARK_EVERY;
+                    // Read the store's version before checking the queue: if the queue is empty then,
+                    // every event up to that version has been delivered.
+                    let Some(shard) = st.shard.upgrade() else { return None };
+                    let rv = shard.store().current_rv();
+                    if st.stream.rx.is_empty() {
+                        st.last_rv = st.last_rv.max(rv);
+                    }
+                    return Some((Ok(Frame::data(st.enc.bookmark(st.last_rv, false))), st));
+                }
+            }
+        }
+    });
+    StreamBody::new(head.chain(tail)).boxed_unsync()
+}

@@ -1,0 +1,581 @@
+//! create, update, patch, delete, deletecollection, and the subresources that write (`status`,
+//! `scale`, `finalize`, `serviceaccounts/token`), plus the create-only review resources.
+
+use bytes::Bytes;
+use http::Response;
+use serde_json::{Value, json};
+
+use super::Ctx;
+use super::negotiate::{BodyFormat, Output, body_format};
+use super::read::{Selectors, object_response, scale_of};
+use super::response::{Body, success_status, value_response};
+use crate::convert;
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::identity::UserInfo;
+use crate::registry::Strategy;
+use crate::storage::{ClusterApi, DeleteOptions, Deleted, Propagation};
+use crate::store::Precondition;
+
+fn decode(cx: &Ctx<'_>, body: &Bytes) -> ApiResult<Value> {
+    let ct = cx
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let fmt = body_format(ct, false)?;
+    if body.is_empty() {
+        return Err(ApiError::bad_request(
+            "the request body is empty: send the object as JSON or YAML",
+        ));
+    }
+    match fmt {
+        BodyFormat::Yaml => serde_yaml::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}"))),
+        _ => serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        }),
+    }
+}
+
+/// The field manager of a write: `fieldManager`, else the User-Agent's program name (as kube-apiserver).
+fn field_manager(cx: &Ctx<'_>) -> ApiResult<Option<String>> {
+    if let Some(m) = cx.query.get("fieldManager") {
+        if m.len() > 128 {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                vec![Cause {
+                    reason: "FieldValueTooLong".into(),
+                    message: "Too long: may not be more than 128 bytes".into(),
+                    field: "fieldManager".into(),
+                }],
+            ));
+        }
+        return Ok(Some(m.to_string()));
+    }
+    let ua = cx
+        .headers
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let name = ua.split('/').next().unwrap_or_default();
+    Ok((!name.is_empty()).then(|| name.to_string()))
+}
+
+fn api<'a>(cx: &'a Ctx<'_>) -> ApiResult<ClusterApi<'a>> {
+    Ok(
+        ClusterApi::new(&cx.target.shard, cx.cluster()?.clone(), cx.user.clone())
+            .dry_run(cx.dry_run()?),
+    )
+}
+
+/// POST.
+pub(crate) fn create(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    match (cx.info.strategy, cx.ri.subresource.as_str()) {
+        (Strategy::ServiceAccount, "token") => return token_request(cx, body),
+        (Strategy::TokenReview, "") => return token_review(cx, body),
+        (Strategy::AccessReview, "") => return access_review(cx, body),
+        (_, "") => {}
+        _ => {
+            return Err(ApiError::method_not_supported(
+                &cx.info.group,
+                &cx.info.resource,
+                "create",
+            ));
+        }
+    }
+    if !cx.ri.name.is_empty() {
+        return Err(ApiError::method_not_supported(
+            &cx.info.group,
+            &cx.info.resource,
+            "create",
+        ));
+    }
+    let obj = decode(cx, &body)?;
+    let manager = field_manager(cx)?;
+    let o = api(cx)?.create_with(&cx.info, cx.namespace(), obj, manager.as_deref())?;
+    Ok(object_response(cx, 201, &o))
+}
+
+fn subresource(cx: &Ctx<'_>) -> ApiResult<Option<&'static str>> {
+    match cx.ri.subresource.as_str() {
+        "" => Ok(None),
+        "status" if cx.info.status => Ok(Some("status")),
+        "finalize" if cx.info.strategy == Strategy::Namespace => Ok(Some("finalize")),
+        "scale" if cx.info.scale.is_some() => Ok(Some("scale")),
+        _ => Err(ApiError::no_route()),
+    }
+}
+
+/// Sets the desired replicas of an object from a Scale.
+fn write_scale(cx: &Ctx<'_>, scale: &Value) -> ApiResult<Response<Body>> {
+    let Some(spec) = &cx.info.scale else {
+        return Err(ApiError::no_route());
+    };
+    let replicas = scale.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
+    if replicas.as_i64().is_none_or(|r| r < 0) {
+        return Err(ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            &cx.ri.name,
+            vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+                field: "spec.replicas".into(),
+            }],
+        ));
+    }
+    let path: Vec<String> = spec
+        .spec_replicas
+        .trim_start_matches('.')
+        .split('.')
+        .map(str::to_string)
+        .collect();
+    let rv = scale
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .map(crate::meta::parse_rv)
+        .transpose()?;
+    let a = api(cx)?;
+    let o = a.modify(&cx.info, cx.namespace(), &cx.ri.name, None, |v| {
+        if rv.is_some_and(|rv| {
+            Some(rv.to_string().as_str())
+                != v.pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+        }) {
+            return Err(ApiError::conflict(
+                &cx.info.group,
+                &cx.info.resource,
+                &cx.ri.name,
+            ));
+        }
+        let mut cur = &mut *v;
+        for (i, seg) in path.iter().enumerate() {
+            if i == path.len() - 1 {
+                cur[seg.as_str()] = replicas.clone();
+            } else {
+                if !cur.get(seg.as_str()).is_some_and(Value::is_object) {
+                    cur[seg.as_str()] = json!({});
+                }
+                cur = &mut cur[seg.as_str()];
+            }
+        }
+        Ok(true)
+    })?;
+    Ok(value_response(
+        200,
+        &scale_of(&cx.info, &convert::served_value(&cx.info, &o)),
+        cx.output,
+    ))
+}
+
+/// PUT.
+pub(crate) fn update(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    let sub = subresource(cx)?;
+    let obj = decode(cx, &body)?;
+    if sub == Some("scale") {
+        return write_scale(cx, &obj);
+    }
+    let manager = field_manager(cx)?;
+    let o = api(cx)?.update_with_manager(
+        &cx.info,
+        cx.namespace(),
+        &cx.ri.name,
+        obj,
+        sub,
+        manager.as_deref(),
+    )?;
+    Ok(object_response(cx, 200, &o))
+}
+
+/// PATCH: merge, JSON, strategic merge (built-ins only) and apply patches.
+pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    let ct = cx
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let fmt = body_format(ct, true)?;
+    if fmt == BodyFormat::StrategicMergePatch && cx.info.strategy == Strategy::Custom {
+        return Err(ApiError::unsupported_media_type(
+            "application/strategic-merge-patch+json",
+            &[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/apply-patch+yaml",
+            ],
+        ));
+    }
+    let sub = subresource(cx)?;
+    let manager = field_manager(cx)?;
+    if fmt == BodyFormat::ApplyPatch && cx.query.get("fieldManager").is_none_or(str::is_empty) {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            vec![Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value: is required for apply patch".into(),
+                field: "fieldManager".into(),
+            }],
+        ));
+    }
+    let force = cx.query.flag("force");
+    let a = api(cx)?;
+    let ns = cx.namespace();
+    let name = cx.ri.name.as_str();
+    loop {
+        let cur = match a.get(&cx.info, ns, name) {
+            Ok(c) => Some(c),
+            Err(e) if e.code == 404 && fmt == BodyFormat::ApplyPatch && sub.is_none() => None,
+            Err(e) => return Err(e),
+        };
+        let Some(cur) = cur else {
+            // Server-side apply creates what does not exist.
+            let mut obj = crate::patching::apply(
+                &cx.info,
+                None,
+                &body,
+                manager.as_deref().unwrap_or_default(),
+                force,
+            )?;
+            crate::meta::set_meta(&mut obj, "name", Some(json!(name)));
+            match a.create_with(&cx.info, ns, obj, manager.as_deref()) {
+                Ok(o) => return Ok(object_response(cx, 201, &o)),
+                Err(e) if e.code == 409 && e.reason == "AlreadyExists" => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        let current = convert::served_value(&cx.info, &cur);
+        if sub == Some("scale") {
+            let scale = scale_of(&cx.info, &current);
+            let patched = crate::patching::patch(fmt, &cx.info, &scale, &body)?;
+            return write_scale(cx, &patched);
+        }
+        let new = if fmt == BodyFormat::ApplyPatch {
+            crate::patching::apply(
+                &cx.info,
+                Some(&current),
+                &body,
+                manager.as_deref().unwrap_or_default(),
+                force,
+            )?
+        } else {
+            crate::patching::patch(fmt, &cx.info, &current, &body)?
+        };
+        let cur_rv = cur.rv.to_string();
+        let patch_set_rv = new
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            != Some(cur_rv.as_str());
+        let mut new = new;
+        if new.pointer("/metadata/resourceVersion").is_none() {
+            crate::meta::set_meta(&mut new, "resourceVersion", Some(json!(cur_rv)));
+        }
+        match a.update_with_manager(&cx.info, ns, name, new, sub, manager.as_deref()) {
+            Err(e) if e.code == 409 && e.reason == "Conflict" && !patch_set_rv => continue,
+            Err(e) => return Err(e),
+            Ok(o) => return Ok(object_response(cx, 200, &o)),
+        }
+    }
+}
+
+fn delete_options(cx: &Ctx<'_>, body: &Bytes) -> ApiResult<DeleteOptions> {
+    let mut opts = DeleteOptions::default();
+    let mut policy: Option<String> = cx.query.get("propagationPolicy").map(str::to_string);
+    let mut orphan: Option<bool> = cx.query.get("orphanDependents").map(|v| v == "true");
+    if !body.is_empty() {
+        let v: Value = serde_json::from_slice(body)
+            .or_else(|_| serde_yaml::from_slice(body))
+            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+        if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
+            policy = Some(p.to_string());
+        }
+        if let Some(o) = v.get("orphanDependents").and_then(Value::as_bool) {
+            orphan = Some(o);
+        }
+        if let Some(uid) = v.pointer("/preconditions/uid").and_then(Value::as_str) {
+            opts.precondition.uid = Some(uid.to_string());
+        }
+        if let Some(rv) = v
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+        {
+            opts.precondition.rv = Some(crate::meta::parse_rv(rv)?);
+        }
+        if let Some(d) = v.get("dryRun").and_then(Value::as_array) {
+            if d.iter().any(|x| x != "All") {
+                return Err(ApiError::bad_request(
+                    "Invalid dry run value: supported values: \"All\"",
+                ));
+            }
+        }
+    }
+    if policy.is_some() && orphan.is_some() {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "DeleteOptions",
+            "",
+            vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message: "Invalid value: \"null\": orphanDependents and deletionPropagation cannot be both set".into(),
+                field: "propagationPolicy".into(),
+            }],
+        ));
+    }
+    opts.propagation = match (policy, orphan) {
+        (Some(p), _) => Some(Propagation::parse(&p)?),
+        (None, Some(true)) => Some(Propagation::Orphan),
+        (None, Some(false)) => Some(Propagation::Background),
+        (None, None) => None,
+    };
+    Ok(opts)
+}
+
+fn dry_run_in_body(body: &Bytes) -> bool {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.get("dryRun")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().any(|x| x == "All"))
+        })
+        .unwrap_or(false)
+}
+
+/// DELETE of one object.
+pub(crate) fn delete(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    if !cx.ri.subresource.is_empty() {
+        return Err(ApiError::method_not_supported(
+            &cx.info.group,
+            &cx.info.resource,
+            "delete",
+        ));
+    }
+    let opts = delete_options(cx, &body)?;
+    let a = api(cx)?.dry_run(cx.dry_run()? || dry_run_in_body(&body));
+    match a.delete(&cx.info, cx.namespace(), &cx.ri.name, &opts)? {
+        Deleted::Gone(o) if cx.info.strategy != Strategy::Custom && cx.output != Output::Table => {
+            let mut details = json!({"name": cx.ri.name, "kind": cx.info.resource, "uid": &*o.uid});
+            if !cx.info.group.is_empty() {
+                details["group"] = json!(cx.info.group);
+            }
+            Ok(value_response(200, &success_status(details), Output::Json))
+        }
+        Deleted::Gone(o) | Deleted::Pending(o) => Ok(object_response(cx, 200, &o)),
+    }
+}
+
+/// DELETE of a collection.
+pub(crate) fn delete_collection(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    let sel = Selectors::parse(cx)?;
+    let opts = delete_options(cx, &body)?;
+    let a = api(cx)?.dry_run(cx.dry_run()? || dry_run_in_body(&body));
+    let ns = if cx.info.namespaced && !cx.ri.namespace.is_empty() {
+        Some(cx.ri.namespace.as_str())
+    } else {
+        None
+    };
+    let mut items = Vec::new();
+    for o in a.list(&cx.info, ns) {
+        if !sel.matches(&cx.info, &o) {
+            continue;
+        }
+        match a.delete(
+            &cx.info,
+            &o.key.namespace,
+            &o.key.name,
+            &DeleteOptions {
+                precondition: Precondition::default(),
+                ..opts.clone()
+            },
+        ) {
+            Ok(Deleted::Gone(d) | Deleted::Pending(d)) => {
+                items.push(convert::served_value(&cx.info, &d))
+            }
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let l = json!({
+        "apiVersion": cx.info.api_version(),
+        "kind": cx.info.list_kind,
+        "metadata": {"resourceVersion": cx.target.shard.store().current_rv().to_string()},
+        "items": items,
+    });
+    Ok(value_response(200, &l, cx.output))
+}
+
+/// `POST serviceaccounts/<name>/token`: a TokenRequest.
+fn token_request(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    let cluster = cx.cluster()?;
+    let req = decode(cx, &body)?;
+    let sa = cx
+        .target
+        .shard
+        .api(cluster)
+        .get(&cx.info, cx.namespace(), &cx.ri.name)?;
+    let exp = req
+        .pointer("/spec/expirationSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(3600);
+    if exp < 600 {
+        return Err(ApiError::invalid(
+            "authentication.k8s.io",
+            "TokenRequest",
+            &cx.ri.name,
+            vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!(
+                    "Invalid value: {exp}: may not specify a duration less than 10 minutes"
+                ),
+                field: "spec.expirationSeconds".into(),
+            }],
+        ));
+    }
+    let audiences: Vec<String> = req
+        .pointer("/spec/audiences")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let minted = cx.target.shard.auth.mint(
+        cluster,
+        cx.namespace(),
+        &cx.ri.name,
+        &sa.uid,
+        &audiences,
+        exp,
+    )?;
+    let ts = jiff::Timestamp::from_second(minted.expires)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default();
+    let mut out = req.clone();
+    out["apiVersion"] = json!("authentication.k8s.io/v1");
+    out["kind"] = json!("TokenRequest");
+    crate::meta::set_meta(&mut out, "name", Some(json!(cx.ri.name)));
+    crate::meta::set_meta(&mut out, "namespace", Some(json!(cx.ri.namespace)));
+    crate::meta::set_meta(&mut out, "creationTimestamp", Some(Value::Null));
+    out["spec"]["expirationSeconds"] = json!(exp);
+    if out.pointer("/spec/audiences").is_none() {
+        out["spec"]["audiences"] = json!(audiences);
+    }
+    out["status"] = json!({"token": minted.token, "expirationTimestamp": ts});
+    Ok(value_response(201, &out, cx.output))
+}
+
+fn user_json(u: &UserInfo) -> Value {
+    let mut v = json!({"username": u.name, "groups": u.groups});
+    if !u.uid.is_empty() {
+        v["uid"] = json!(u.uid);
+    }
+    if !u.extra.is_empty() {
+        v["extra"] = json!(u.extra);
+    }
+    v
+}
+
+/// `POST tokenreviews`.
+fn token_review(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    let mut req = decode(cx, &body)?;
+    let token = req
+        .pointer("/spec/token")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let status = match cx.target.shard.auth.token_user(&token) {
+        Ok(u) => {
+            json!({"authenticated": true, "user": user_json(&u), "audiences": req.pointer("/spec/audiences").cloned().unwrap_or(json!([]))})
+        }
+        Err(_) => json!({"authenticated": false, "error": "invalid bearer token", "user": {}}),
+    };
+    req["apiVersion"] = json!("authentication.k8s.io/v1");
+    req["kind"] = json!("TokenReview");
+    crate::meta::set_meta(&mut req, "creationTimestamp", Some(Value::Null));
+    req["status"] = status;
+    Ok(value_response(201, &req, cx.output))
+}
+
+/// `POST (self|local)subjectaccessreviews`.
+fn access_review(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    let mut req = decode(cx, &body)?;
+    let spec = req.get("spec").cloned().unwrap_or(json!({}));
+    let user = if cx.info.resource == "selfsubjectaccessreviews" {
+        cx.user.clone()
+    } else {
+        UserInfo {
+            name: spec
+                .get("user")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            uid: spec
+                .get("uid")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            groups: spec
+                .get("groups")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|g| g.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            extra: Default::default(),
+        }
+    };
+    let ra = spec.get("resourceAttributes");
+    let nra = spec.get("nonResourceAttributes");
+    let s = |v: Option<&Value>, f: &str| {
+        v.and_then(|x| x.get(f))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let mut namespace = s(ra, "namespace");
+    if cx.info.resource == "localsubjectaccessreviews" {
+        namespace = cx.ri.namespace.clone();
+    }
+    let (verb, group, resource, sub, name, path) = if ra.is_some() {
+        (
+            s(ra, "verb"),
+            s(ra, "group"),
+            s(ra, "resource"),
+            s(ra, "subresource"),
+            s(ra, "name"),
+            String::new(),
+        )
+    } else {
+        (
+            s(nra, "verb"),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            s(nra, "path"),
+        )
+    };
+    let authz = crate::authn::AuthzRequest {
+        verb: &verb,
+        group: &group,
+        resource: &resource,
+        subresource: &sub,
+        namespace: &namespace,
+        name: &name,
+        path: &path,
+        resource_request: ra.is_some(),
+    };
+    let status = match cx.target.surface.authorize(cx.target, &user, &authz) {
+        Ok(()) => json!({"allowed": true}),
+        Err(e) => json!({"allowed": false, "reason": e.message}),
+    };
+    req["apiVersion"] = json!("authorization.k8s.io/v1");
+    req["kind"] = json!(cx.info.kind);
+    crate::meta::set_meta(&mut req, "creationTimestamp", Some(Value::Null));
+    req["status"] = status;
+    Ok(value_response(201, &req, cx.output))
+}

@@ -1,0 +1,250 @@
+//! A shard: one store with one resourceVersion counter, the resource registry of its logical
+//! clusters, the admission chain, authentication, faults, counters and the in-process controllers.
+//!
+//! A plain Kubernetes cluster is a shard with exactly one logical cluster
+//! ([`DEFAULT_LOGICAL_CLUSTER`]). kcp mode adds logical clusters to a shard and routes
+//! `/clusters/<name>/…` requests to them; everything below routing is shared.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::RwLock;
+use serde_json::json;
+
+use crate::admission::{self, AdmissionPlugin};
+use crate::builtin;
+use crate::error::ApiResult;
+use crate::faults::Faults;
+use crate::identity::UserInfo;
+use crate::metrics::Counters;
+use crate::registry::Registry;
+use crate::storage::ClusterApi;
+use crate::store::{ObjKey, Store, StoreKey, StoreOptions};
+
+/// The logical cluster of a plain (non-kcp) cluster.
+pub const DEFAULT_LOGICAL_CLUSTER: &str = "root";
+
+/// How a shard behaves.
+#[derive(Debug, Clone)]
+pub struct ShardOptions {
+    /// Store settings (history size for watch resumption, watcher queue).
+    pub store: StoreOptions,
+    /// An annotation stamped on every stored object with the object's logical cluster
+    /// (kcp: `kcp.io/cluster`).
+    pub cluster_annotation: Option<String>,
+    /// The admin bearer token (generated when `None`).
+    pub admin_token: Option<String>,
+    /// The CA certificate (PEM) published in every namespace as ConfigMap `kube-root-ca.crt`.
+    pub root_ca_pem: Option<String>,
+}
+
+impl Default for ShardOptions {
+    fn default() -> Self {
+        ShardOptions {
+            store: StoreOptions::default(),
+            cluster_annotation: None,
+            admin_token: None,
+            root_ca_pem: None,
+        }
+    }
+}
+
+/// What a new logical cluster starts with.
+#[derive(Debug, Clone)]
+pub struct LogicalClusterOptions {
+    /// Namespaces created at once (Kubernetes: `default`, `kube-system`, `kube-public`,
+    /// `kube-node-lease`; kcp workspaces: `default`).
+    pub namespaces: Vec<String>,
+}
+
+impl LogicalClusterOptions {
+    /// The namespaces kube-apiserver creates.
+    pub fn kubernetes() -> Self {
+        LogicalClusterOptions {
+            namespaces: ["default", "kube-system", "kube-public", "kube-node-lease"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+}
+
+/// One shard.
+pub struct Shard {
+    name: Arc<str>,
+    store: Store,
+    registry: Registry,
+    clusters: RwLock<BTreeMap<Arc<str>, ()>>,
+    admission: RwLock<Vec<Arc<dyn AdmissionPlugin>>>,
+    opts: ShardOptions,
+    admin_token: String,
+    faults: Faults,
+    counters: Counters,
+    deployments_available: AtomicBool,
+    pub(crate) auth: crate::authn::Authn,
+}
+
+impl std::fmt::Debug for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shard")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shard {
+    /// A new shard with no logical clusters, its controllers running on the current tokio runtime.
+    pub fn new(name: &str, opts: ShardOptions) -> Arc<Self> {
+        let admin_token = opts
+            .admin_token
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+        let shard = Arc::new(Shard {
+            name: name.into(),
+            store: Store::new(opts.store.clone()),
+            registry: Registry::new(builtin::builtins()),
+            clusters: RwLock::new(BTreeMap::new()),
+            admission: RwLock::new(admission::default_plugins()),
+            auth: crate::authn::Authn::new(name, &admin_token),
+            admin_token,
+            opts,
+            faults: Faults::default(),
+            counters: Counters::default(),
+            deployments_available: AtomicBool::new(false),
+        });
+        crate::controllers::start(&shard);
+        shard
+    }
+
+    /// The shard's name (the cluster name for plain clusters).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The resource registry.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The options it was made with.
+    pub fn options(&self) -> &ShardOptions {
+        &self.opts
+    }
+
+    /// The admin bearer token.
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
+    }
+
+    /// Fault injection.
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// Request counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Appends an admission plugin to the chain.
+    pub fn add_admission_plugin(&self, plugin: Arc<dyn AdmissionPlugin>) {
+        self.admission.write().push(plugin);
+    }
+
+    pub(crate) fn admission_plugins(&self) -> Vec<Arc<dyn AdmissionPlugin>> {
+        self.admission.read().clone()
+    }
+
+    /// When on, Deployments get a status as if their pods had become Available.
+    pub fn set_deployments_available(&self, on: bool) {
+        self.deployments_available.store(on, Ordering::SeqCst);
+        crate::controllers::deployment::resync(self);
+    }
+
+    /// Whether Deployments are made Available.
+    pub fn deployments_available(&self) -> bool {
+        self.deployments_available.load(Ordering::SeqCst)
+    }
+
+    /// Adds a logical cluster (idempotent) and creates its initial namespaces.
+    pub fn add_logical_cluster(
+        &self,
+        name: &str,
+        opts: &LogicalClusterOptions,
+    ) -> ApiResult<Arc<str>> {
+        let name: Arc<str> = {
+            let mut clusters = self.clusters.write();
+            if let Some((k, _)) = clusters.get_key_value(name) {
+                return Ok(k.clone());
+            }
+            let k: Arc<str> = name.into();
+            clusters.insert(k.clone(), ());
+            k
+        };
+        let api = self.api(&name);
+        for ns in &opts.namespaces {
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            match api.create(&crate::storage::core("namespaces"), "", obj) {
+                Ok(_) => {}
+                Err(e) if e.code == 409 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(name)
+    }
+
+    /// Removes a logical cluster and everything stored in it.
+    pub fn remove_logical_cluster(&self, name: &str) {
+        self.clusters.write().remove(name);
+        for resource in self.store.resources_in(name) {
+            let mut keys: Vec<ObjKey> = Vec::new();
+            self.store.scan(&resource, Some(name), None, None, |o| {
+                keys.push(o.key.clone());
+                true
+            });
+            for k in keys {
+                let _ = self.store.commit(
+                    &resource,
+                    &k,
+                    crate::store::Write::Delete(Default::default(), None),
+                );
+            }
+        }
+        self.registry.remove_cluster(name);
+    }
+
+    /// The logical clusters.
+    pub fn logical_clusters(&self) -> Vec<Arc<str>> {
+        self.clusters.read().keys().cloned().collect()
+    }
+
+    /// The interned name of a logical cluster, if it exists.
+    pub fn logical_cluster(&self, name: &str) -> Option<Arc<str>> {
+        self.clusters
+            .read()
+            .get_key_value(name)
+            .map(|(k, _)| k.clone())
+    }
+
+    /// A programmatic client for one logical cluster, acting as a system controller (used by the
+    /// in-process controllers and by modes built on top of this crate).
+    pub fn api(&self, cluster: &Arc<str>) -> ClusterApi<'_> {
+        ClusterApi::new(
+            self,
+            cluster.clone(),
+            UserInfo::system_controller("apiserver"),
+        )
+    }
+
+    /// `None` when the namespace does not exist, `Some(terminating)` otherwise.
+    pub fn namespace_phase(&self, cluster: &str, namespace: &str) -> Option<bool> {
+        let key = ObjKey::new(cluster.into(), "", namespace);
+        let ns = self.store.get(&StoreKey::new("", "namespaces"), &key)?;
+        Some(ns.deleting)
+    }
+}

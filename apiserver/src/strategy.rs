@@ -1,0 +1,444 @@
+//! Per-resource behaviour on create and update, as kube-apiserver's registry strategies: which fields
+//! the server owns, status subresource semantics, generation, defaults, and resource-specific rules.
+
+use serde_json::{Map, Value, json};
+
+use crate::error::Cause;
+use crate::meta::{self, metadata_mut, now_rfc3339};
+use crate::registry::{ResourceInfo, Strategy};
+
+/// Metadata fields only the server sets.
+const SERVER_OWNED: &[&str] = &[
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "selfLink",
+];
+
+/// Prepares a new object: server-owned metadata, reset status, generation, resource defaults.
+pub fn prepare_create(info: &ResourceInfo, obj: &mut Value, namespace: &str) {
+    let m = metadata_mut(obj);
+    for f in SERVER_OWNED {
+        m.remove(*f);
+    }
+    if info.namespaced {
+        m.insert("namespace".into(), Value::String(namespace.into()));
+    } else {
+        m.remove("namespace");
+    }
+    m.insert("uid".into(), Value::String(meta::new_uid()));
+    m.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
+    if info.generation {
+        m.insert("generation".into(), json!(1));
+    }
+    if info.status {
+        if let Value::Object(o) = obj {
+            o.remove("status");
+        }
+    }
+    match info.strategy {
+        Strategy::Namespace => {
+            let name = meta::meta_str(obj, "name").unwrap_or_default().to_string();
+            let m = metadata_mut(obj);
+            let labels = m.entry("labels").or_insert_with(|| json!({}));
+            if let Some(l) = labels.as_object_mut() {
+                l.insert("kubernetes.io/metadata.name".into(), Value::String(name));
+            }
+            obj["spec"] = json!({"finalizers": ["kubernetes"]});
+            obj["status"] = json!({"phase": "Active"});
+        }
+        Strategy::Secret => fold_string_data(obj),
+        Strategy::Service => default_service(obj),
+        Strategy::Deployment => {
+            default_deployment(obj);
+            obj["status"] = json!({});
+        }
+        Strategy::Crd => {
+            default_crd(obj);
+            let m = metadata_mut(obj);
+            let f = m.entry("finalizers").or_insert_with(|| json!([]));
+            if let Some(a) = f.as_array_mut() {
+                if !a
+                    .iter()
+                    .any(|x| x == crate::controllers::crd::CLEANUP_FINALIZER)
+                {
+                    a.push(json!(crate::controllers::crd::CLEANUP_FINALIZER));
+                }
+            }
+            obj["status"] = crd_status(obj, None);
+        }
+        _ => {}
+    }
+}
+
+/// Prepares an update: keeps server-owned metadata, applies status-subresource semantics, bumps the
+/// generation on spec changes.
+pub fn prepare_update(
+    info: &ResourceInfo,
+    new: &mut Value,
+    old: &Value,
+    subresource: Option<&str>,
+) {
+    if subresource == Some("status") {
+        // `/status` changes only `.status` (and managedFields, which track that change).
+        let status = new.get("status").cloned();
+        let managed = new
+            .get("metadata")
+            .and_then(|m| m.get("managedFields"))
+            .cloned();
+        *new = old.clone();
+        match status {
+            Some(s) => new["status"] = s,
+            None => {
+                if let Value::Object(o) = new {
+                    o.remove("status");
+                }
+            }
+        }
+        if let Some(mf) = managed {
+            metadata_mut(new).insert("managedFields".into(), mf);
+        }
+        return;
+    }
+    if subresource == Some("finalize") {
+        // `/finalize` on namespaces changes only `spec.finalizers`.
+        let fins = new.get("spec").and_then(|s| s.get("finalizers")).cloned();
+        *new = old.clone();
+        new["spec"]["finalizers"] = fins.unwrap_or_else(|| json!([]));
+        return;
+    }
+    let old_meta = old
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let m = metadata_mut(new);
+    for f in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "selfLink",
+    ] {
+        match old_meta.get(f) {
+            Some(v) => {
+                m.insert(f.into(), v.clone());
+            }
+            None => {
+                m.remove(f);
+            }
+        }
+    }
+    if !m.contains_key("managedFields") {
+        if let Some(mf) = old_meta.get("managedFields") {
+            m.insert("managedFields".into(), mf.clone());
+        }
+    }
+    if info.status {
+        match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Value::Object(o) = new {
+                    o.remove("status");
+                }
+            }
+        }
+    }
+    match info.strategy {
+        Strategy::Namespace => {
+            new["spec"] = old.get("spec").cloned().unwrap_or_else(|| json!({}));
+            let name = meta::meta_str(new, "name").unwrap_or_default().to_string();
+            let labels = metadata_mut(new)
+                .entry("labels")
+                .or_insert_with(|| json!({}));
+            if let Some(l) = labels.as_object_mut() {
+                l.insert("kubernetes.io/metadata.name".into(), Value::String(name));
+            }
+        }
+        Strategy::Secret => fold_string_data(new),
+        Strategy::Service => {
+            // The allocated cluster IP is kept when an update omits it.
+            if new.pointer("/spec/clusterIP").is_none() {
+                if let Some(ip) = old.pointer("/spec/clusterIP").cloned() {
+                    new["spec"]["clusterIP"] = ip.clone();
+                    new["spec"]["clusterIPs"] = json!([ip]);
+                }
+            }
+            default_service(new);
+        }
+        Strategy::Deployment => default_deployment(new),
+        Strategy::Crd => {
+            default_crd(new);
+            new["status"] = crd_status(new, old.get("status"));
+        }
+        _ => {}
+    }
+    if info.generation && spec_changed(info, new, old) {
+        let g = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            + 1;
+        metadata_mut(new).insert("generation".into(), json!(g));
+    }
+}
+
+/// Did anything outside `metadata` (and `status`, when it is a subresource) change?
+fn spec_changed(info: &ResourceInfo, new: &Value, old: &Value) -> bool {
+    let strip = |v: &Value| -> Map<String, Value> {
+        let mut m = v.as_object().cloned().unwrap_or_default();
+        m.remove("metadata");
+        m.remove("apiVersion");
+        m.remove("kind");
+        if info.status {
+            m.remove("status");
+        }
+        m
+    };
+    strip(new) != strip(old)
+}
+
+/// Resource-specific validation beyond the schema.
+pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if let (Some(old), Some(new_fins)) = (
+        old,
+        obj.pointer("/metadata/finalizers")
+            .and_then(Value::as_array),
+    ) {
+        if old.pointer("/metadata/deletionTimestamp").is_some() {
+            let old_fins = meta::finalizers(old);
+            let added: Vec<&str> = new_fins
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|f| !old_fins.iter().any(|o| o == f))
+                .collect();
+            if !added.is_empty() {
+                causes.push(Cause {
+                    reason: "FieldValueForbidden".into(),
+                    message: format!(
+                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                        added.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ")
+                    ),
+                    field: "metadata.finalizers".into(),
+                });
+            }
+        }
+    }
+    if info.strategy == Strategy::Crd {
+        causes.extend(crate::controllers::crd::validate(obj, old));
+    }
+    if info.strategy == Strategy::Deployment {
+        if let Some(r) = obj.pointer("/spec/replicas").and_then(Value::as_i64) {
+            if r < 0 {
+                causes.push(Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: format!("Invalid value: {r}: must be greater than or equal to 0"),
+                    field: "spec.replicas".into(),
+                });
+            }
+        }
+    }
+    causes
+}
+
+fn fold_string_data(obj: &mut Value) {
+    use base64::Engine;
+    if let Some(Value::Object(sd)) = obj.as_object_mut().and_then(|o| o.remove("stringData")) {
+        let data = obj
+            .as_object_mut()
+            .map(|o| o.entry("data").or_insert_with(|| json!({})));
+        if let Some(Value::Object(d)) = data {
+            for (k, v) in sd {
+                let s = v.as_str().unwrap_or_default();
+                d.insert(
+                    k,
+                    Value::String(base64::engine::general_purpose::STANDARD.encode(s)),
+                );
+            }
+        }
+    }
+    if obj.get("type").is_none_or(Value::is_null) {
+        obj["type"] = json!("Opaque");
+    }
+}
+
+fn set_default(obj: &mut Value, ptr: &str, v: Value) {
+    if obj.pointer(ptr).is_none_or(Value::is_null) {
+        let mut cur = obj;
+        let parts: Vec<&str> = ptr.trim_start_matches('/').split('/').collect();
+        for (i, p) in parts.iter().enumerate() {
+            if !cur.is_object() {
+                return;
+            }
+            if i == parts.len() - 1 {
+                cur[*p] = v;
+                return;
+            }
+            if cur.get(*p).is_none_or(Value::is_null) {
+                cur[*p] = json!({});
+            }
+            cur = &mut cur[*p];
+        }
+    }
+}
+
+fn default_service(obj: &mut Value) {
+    set_default(obj, "/spec/type", json!("ClusterIP"));
+    set_default(obj, "/spec/sessionAffinity", json!("None"));
+    let headless_or_external =
+        obj.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName");
+    if !headless_or_external {
+        if obj.pointer("/spec/clusterIP").is_none_or(Value::is_null) {
+            let uid = meta::meta_str(obj, "uid")
+                .unwrap_or_default()
+                .as_bytes()
+                .to_vec();
+            let (a, b) = (
+                uid.first().copied().unwrap_or(1) % 250 + 1,
+                uid.get(1).copied().unwrap_or(1) % 250 + 1,
+            );
+            let ip = format!("10.96.{a}.{b}");
+            obj["spec"]["clusterIP"] = json!(ip);
+            obj["spec"]["clusterIPs"] = json!([ip]);
+        }
+        set_default(obj, "/spec/ipFamilies", json!(["IPv4"]));
+        set_default(obj, "/spec/ipFamilyPolicy", json!("SingleStack"));
+        set_default(obj, "/spec/internalTrafficPolicy", json!("Cluster"));
+    }
+    if let Some(ports) = obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
+        for p in ports {
+            set_default(p, "/protocol", json!("TCP"));
+            if let Some(port) = p.get("port").cloned() {
+                set_default(p, "/targetPort", port);
+            }
+        }
+    }
+    if obj.get("status").is_none() {
+        obj["status"] = json!({"loadBalancer": {}});
+    }
+}
+
+fn default_deployment(obj: &mut Value) {
+    set_default(obj, "/spec/replicas", json!(1));
+    set_default(obj, "/spec/revisionHistoryLimit", json!(10));
+    set_default(obj, "/spec/progressDeadlineSeconds", json!(600));
+    set_default(obj, "/spec/strategy/type", json!("RollingUpdate"));
+    if obj.pointer("/spec/strategy/type").and_then(Value::as_str) == Some("RollingUpdate") {
+        set_default(
+            obj,
+            "/spec/strategy/rollingUpdate/maxUnavailable",
+            json!("25%"),
+        );
+        set_default(obj, "/spec/strategy/rollingUpdate/maxSurge", json!("25%"));
+    }
+    set_default(obj, "/spec/template/spec/restartPolicy", json!("Always"));
+    set_default(
+        obj,
+        "/spec/template/spec/terminationGracePeriodSeconds",
+        json!(30),
+    );
+    set_default(obj, "/spec/template/spec/dnsPolicy", json!("ClusterFirst"));
+    set_default(
+        obj,
+        "/spec/template/spec/schedulerName",
+        json!("default-scheduler"),
+    );
+    set_default(obj, "/spec/template/spec/securityContext", json!({}));
+    if let Some(cs) = obj
+        .pointer_mut("/spec/template/spec/containers")
+        .and_then(Value::as_array_mut)
+    {
+        for c in cs {
+            set_default(c, "/terminationMessagePath", json!("/dev/termination-log"));
+            set_default(c, "/terminationMessagePolicy", json!("File"));
+            let latest = c
+                .get("image")
+                .and_then(Value::as_str)
+                .is_some_and(|i| i.ends_with(":latest") || !i.contains(':'));
+            set_default(
+                c,
+                "/imagePullPolicy",
+                json!(if latest { "Always" } else { "IfNotPresent" }),
+            );
+            set_default(c, "/resources", json!({}));
+        }
+    }
+}
+
+fn default_crd(obj: &mut Value) {
+    if let Some(kind) = obj
+        .pointer("/spec/names/kind")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+    {
+        set_default(obj, "/spec/names/singular", json!(kind.to_lowercase()));
+        set_default(obj, "/spec/names/listKind", json!(format!("{kind}List")));
+    }
+    set_default(obj, "/spec/conversion/strategy", json!("None"));
+    if let Some(vs) = obj
+        .pointer_mut("/spec/versions")
+        .and_then(Value::as_array_mut)
+    {
+        for v in vs {
+            if let Some(cols) = v
+                .get_mut("additionalPrinterColumns")
+                .and_then(Value::as_array_mut)
+            {
+                for c in cols {
+                    set_default(c, "/priority", json!(0));
+                }
+            }
+        }
+    }
+}
+
+/// The status kube-apiserver's CRD controllers converge to: accepted names, `NamesAccepted` and
+/// `Established`, stored versions.
+fn crd_status(obj: &Value, old: Option<&Value>) -> Value {
+    let now = now_rfc3339();
+    let names = obj
+        .pointer("/spec/names")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let mut stored: Vec<Value> = old
+        .and_then(|s| s.get("storedVersions"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(vs) = obj.pointer("/spec/versions").and_then(Value::as_array) {
+        for v in vs {
+            if v.get("storage").and_then(Value::as_bool) == Some(true) {
+                if let Some(n) = v.get("name") {
+                    if !stored.contains(n) {
+                        stored.push(n.clone());
+                    }
+                }
+            }
+        }
+    }
+    let keep_time = |ty: &str| -> String {
+        old.and_then(|s| s.get("conditions"))
+            .and_then(Value::as_array)
+            .and_then(|cs| {
+                cs.iter()
+                    .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))
+            })
+            .and_then(|c| c.get("lastTransitionTime"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| now.clone())
+    };
+    let mut conditions = vec![
+        json!({"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": keep_time("NamesAccepted")}),
+        json!({"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": keep_time("Established")}),
+    ];
+    if obj.pointer("/metadata/deletionTimestamp").is_some() {
+        conditions.push(json!({"type": "Terminating", "status": "True", "reason": "InstanceDeletionInProgress", "message": "CustomResource deletion is in progress", "lastTransitionTime": keep_time("Terminating")}));
+    }
+    json!({"acceptedNames": names, "conditions": conditions, "storedVersions": stored})
+}
