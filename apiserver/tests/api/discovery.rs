@@ -1,0 +1,131 @@
+//! Discovery (legacy and aggregated), version, content negotiation.
+
+use kube::discovery::{Discovery, Scope};
+
+use crate::common::*;
+
+#[tokio::test]
+async fn legacy_and_aggregated_discovery_list_builtins_and_crds() {
+    let c = cluster().await;
+    let client = c.client();
+    install_widgets(&client).await;
+    for d in [
+        Discovery::new(client.clone()).run().await.unwrap(),
+        Discovery::new(client.clone())
+            .run_aggregated()
+            .await
+            .unwrap(),
+    ] {
+        let groups: Vec<String> = d.groups().map(|g| g.name().to_string()).collect();
+        for g in [
+            "",
+            "apps",
+            "rbac.authorization.k8s.io",
+            "apiextensions.k8s.io",
+            "coordination.k8s.io",
+            "events.k8s.io",
+            "example.com",
+        ] {
+            assert!(groups.contains(&g.to_string()), "{g} in {groups:?}");
+        }
+        let ex = d.get("example.com").unwrap();
+        assert_eq!(ex.preferred_version_or_latest(), "v1");
+        let (ar, caps) = ex.recommended_kind("Widget").unwrap();
+        assert_eq!(ar.plural, "widgets");
+        assert_eq!(caps.scope, Scope::Namespaced);
+        assert!(
+            caps.subresources
+                .iter()
+                .any(|(s, _)| s.plural == "widgets/status" || s.plural == "status"),
+            "{:?}",
+            caps.subresources
+        );
+        let (dep, caps) = d
+            .get("apps")
+            .unwrap()
+            .recommended_kind("Deployment")
+            .unwrap();
+        assert_eq!(dep.plural, "deployments");
+        assert!(caps.subresources.len() >= 2);
+    }
+    let v = client.apiserver_version().await.unwrap();
+    assert_eq!(v.major, "1");
+}
+
+async fn raw(
+    c: &service_provider_apiserver::Cluster,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let client = c.client();
+    let mut req = http::Request::builder().method(method).uri(path);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req.body(body.as_bytes().to_vec()).unwrap();
+    let resp = client
+        .send(req.map(kube::client::Body::from))
+        .await
+        .unwrap();
+    let code = resp.status().as_u16();
+    let bytes = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (code, String::from_utf8_lossy(&bytes).to_string())
+}
+
+#[tokio::test]
+async fn negotiation_and_unknown_paths() {
+    let c = cluster().await;
+    let (code, body) = raw(
+        &c,
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        &[("accept", "application/vnd.kubernetes.protobuf")],
+        "",
+    )
+    .await;
+    assert_eq!(code, 406, "{body}");
+    let (code, _) = raw(
+        &c,
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        &[("accept", "application/vnd.kubernetes.protobuf, */*")],
+        "",
+    )
+    .await;
+    assert_eq!(code, 200);
+    let (code, body) = raw(&c, "GET", "/apis/nope.io/v1/things", &[], "").await;
+    assert_eq!(code, 404);
+    assert!(body.contains("the server could not find the requested resource"));
+    let (code, body) = raw(
+        &c,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/kube-root-ca.crt",
+        &[("content-type", "text/plain")],
+        "{}",
+    )
+    .await;
+    assert_eq!(code, 415, "{body}");
+    let (code, body) = raw(
+        &c,
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        &[("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")],
+        "",
+    )
+    .await;
+    assert_eq!(code, 200);
+    let t: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(t["kind"], "Table");
+    assert_eq!(t["columnDefinitions"][0]["name"], "Name");
+    assert_eq!(t["rows"][0]["cells"][0], "kube-root-ca.crt");
+    let (code, body) = raw(&c, "GET", "/openapi/v3", &[], "").await;
+    assert_eq!(code, 200);
+    assert!(body.contains("apis/apps/v1"));
+    let (code, body) = raw(&c, "GET", "/healthz", &[], "").await;
+    assert_eq!((code, body.as_str()), (200, "ok"));
+}

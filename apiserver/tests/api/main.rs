@@ -1,0 +1,10 @@
+//! Behaviour of the embedded API server as `kube::Client` sees it.
+
+mod common;
+mod crd;
+mod crud;
+mod delete;
+mod discovery;
+mod faults;
+mod multi;
+mod watch;
