@@ -34,10 +34,10 @@ fn rename(obj: &mut Map<String, Value>, pairs: impl Iterator<Item = (&'static st
 
 /// Converts a request body (in `info`'s served version) to the stored representation.
 pub fn to_storage(info: &ResourceInfo, mut obj: Value) -> Value {
-    if info.strategy == Strategy::EventsV1 {
-        if let Value::Object(m) = &mut obj {
-            rename(m, EVENT_FIELDS.iter().map(|(core, v1)| (*v1, *core)));
-        }
+    if info.strategy == Strategy::EventsV1
+        && let Value::Object(m) = &mut obj
+    {
+        rename(m, EVENT_FIELDS.iter().map(|(core, v1)| (*v1, *core)));
     }
     obj["apiVersion"] = Value::String(info.storage_api_version.clone());
     obj
@@ -45,19 +45,19 @@ pub fn to_storage(info: &ResourceInfo, mut obj: Value) -> Value {
 
 /// Converts a stored object to `info`'s served version.
 pub fn from_storage(info: &ResourceInfo, mut obj: Value) -> Value {
-    if info.strategy == Strategy::EventsV1 {
-        if let Value::Object(m) = &mut obj {
-            rename(m, EVENT_FIELDS.iter().copied());
-            // events.k8s.io/v1 requires eventTime; core events written by older clients lack it.
-            if m.get("eventTime").is_none_or(Value::is_null) {
-                let t = m
-                    .get("deprecatedFirstTimestamp")
-                    .or_else(|| m.get("metadata").and_then(|md| md.get("creationTimestamp")))
-                    .and_then(Value::as_str)
-                    .map(|s| s.replace('Z', ".000000Z"));
-                if let Some(t) = t {
-                    m.insert("eventTime".into(), Value::String(t));
-                }
+    if info.strategy == Strategy::EventsV1
+        && let Value::Object(m) = &mut obj
+    {
+        rename(m, EVENT_FIELDS.iter().copied());
+        // events.k8s.io/v1 requires eventTime; core events written by older clients lack it.
+        if m.get("eventTime").is_none_or(Value::is_null) {
+            let t = m
+                .get("deprecatedFirstTimestamp")
+                .or_else(|| m.get("metadata").and_then(|md| md.get("creationTimestamp")))
+                .and_then(Value::as_str)
+                .map(|s| s.replace('Z', ".000000Z"));
+            if let Some(t) = t {
+                m.insert("eventTime".into(), Value::String(t));
             }
         }
     }

@@ -26,7 +26,7 @@ use crate::store::{ObjKey, Store, StoreKey, StoreOptions};
 pub const DEFAULT_LOGICAL_CLUSTER: &str = "root";
 
 /// How a shard behaves.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ShardOptions {
     /// Store settings (history size for watch resumption, watcher queue).
     pub store: StoreOptions,
@@ -37,17 +37,6 @@ pub struct ShardOptions {
     pub admin_token: Option<String>,
     /// The CA certificate (PEM) published in every namespace as ConfigMap `kube-root-ca.crt`.
     pub root_ca_pem: Option<String>,
-}
-
-impl Default for ShardOptions {
-    fn default() -> Self {
-        ShardOptions {
-            store: StoreOptions::default(),
-            cluster_annotation: None,
-            admin_token: None,
-            root_ca_pem: None,
-        }
-    }
 }
 
 /// What a new logical cluster starts with.

@@ -153,6 +153,7 @@ impl<'a> ClusterApi<'a> {
         out
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn admit(
         &self,
         op: Operation,
@@ -194,10 +195,10 @@ impl<'a> ClusterApi<'a> {
             causes.extend(validate_name(info, obj));
         }
         causes.extend(validate_metadata(obj));
-        if let Some(v) = &info.validator {
-            if sub != Some("status") || info.strategy == Strategy::Custom {
-                causes.extend(v.validate(obj, old));
-            }
+        if let Some(v) = &info.validator
+            && (sub != Some("status") || info.strategy == Strategy::Custom)
+        {
+            causes.extend(v.validate(obj, old));
         }
         causes.extend(strategy::validate(info, obj, old));
         if causes.is_empty() {
@@ -341,14 +342,14 @@ impl<'a> ClusterApi<'a> {
                 metadata_mut(&mut obj).insert("name".into(), Value::String(name.into()));
             }
         }
-        if info.namespaced {
-            if let Some(body_ns) = meta::meta_str(&obj, "namespace") {
-                if !body_ns.is_empty() && body_ns != ns {
-                    return Err(ApiError::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ));
-                }
-            }
+        if info.namespaced
+            && let Some(body_ns) = meta::meta_str(&obj, "namespace")
+            && !body_ns.is_empty()
+            && body_ns != ns
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
         }
         let body_rv = match meta::meta_str(&obj, "resourceVersion") {
             Some(rv) if !rv.is_empty() => Some(meta::parse_rv(rv)?),
@@ -371,18 +372,19 @@ impl<'a> ClusterApi<'a> {
             if body_rv.is_some_and(|rv| rv != cur.rv) {
                 return Err(ApiError::conflict(&info.group, &info.resource, name));
             }
-            if let Some(uid) = meta::meta_str(&obj, "uid") {
-                if !uid.is_empty() && uid != &*cur.uid {
-                    return Err(ApiError::conflict_msg(
-                        &info.group,
-                        &info.resource,
-                        name,
-                        &format!(
-                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                            cur.uid
-                        ),
-                    ));
-                }
+            if let Some(uid) = meta::meta_str(&obj, "uid")
+                && !uid.is_empty()
+                && uid != &*cur.uid
+            {
+                return Err(ApiError::conflict_msg(
+                    &info.group,
+                    &info.resource,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        cur.uid
+                    ),
+                ));
             }
             match self.commit_update(info, ns, name, &cur, obj.clone(), sub, manager) {
                 Err(e) if e.code == 409 && e.reason == "Conflict" && body_rv.is_none() => continue,
@@ -427,11 +429,11 @@ impl<'a> ClusterApi<'a> {
     ) -> ApiResult<Arc<StoredObject>> {
         let old = convert::served_value(info, cur);
         strategy::prepare_update(info, &mut obj, &old, sub);
-        if let Some(v) = &info.validator {
-            if sub.is_none() || info.strategy == Strategy::Custom {
-                v.default(&mut obj);
-                v.prune(&mut obj);
-            }
+        if let Some(v) = &info.validator
+            && (sub.is_none() || info.strategy == Strategy::Custom)
+        {
+            v.default(&mut obj);
+            v.prune(&mut obj);
         }
         self.admit(
             Operation::Update,
@@ -703,7 +705,7 @@ fn validate_metadata(obj: &Value) -> Vec<Cause> {
                     message: format!(
                         "Invalid value: {val:?}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
                     ),
-                    field: format!("metadata.labels"),
+                    field: "metadata.labels".to_string(),
                 });
             }
         }
@@ -711,14 +713,13 @@ fn validate_metadata(obj: &Value) -> Vec<Cause> {
     if let Some(ann) = obj
         .pointer("/metadata/annotations")
         .and_then(Value::as_object)
+        && let Some((k, v)) = ann.iter().find(|(_, v)| !v.is_string())
     {
-        if let Some((k, v)) = ann.iter().find(|(_, v)| !v.is_string()) {
-            causes.push(Cause {
-                reason: "FieldValueInvalid".into(),
-                message: format!("Invalid value: {v}: annotation values must be strings"),
-                field: format!("metadata.annotations.{k}"),
-            });
-        }
+        causes.push(Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: {v}: annotation values must be strings"),
+            field: format!("metadata.annotations.{k}"),
+        });
     }
     causes
 }

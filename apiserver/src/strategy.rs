@@ -34,10 +34,10 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Value, namespace: &str) {
     if info.generation {
         m.insert("generation".into(), json!(1));
     }
-    if info.status {
-        if let Value::Object(o) = obj {
-            o.remove("status");
-        }
+    if info.status
+        && let Value::Object(o) = obj
+    {
+        o.remove("status");
     }
     match info.strategy {
         Strategy::Namespace => {
@@ -60,13 +60,12 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Value, namespace: &str) {
             default_crd(obj);
             let m = metadata_mut(obj);
             let f = m.entry("finalizers").or_insert_with(|| json!([]));
-            if let Some(a) = f.as_array_mut() {
-                if !a
+            if let Some(a) = f.as_array_mut()
+                && !a
                     .iter()
                     .any(|x| x == crate::controllers::crd::CLEANUP_FINALIZER)
-                {
-                    a.push(json!(crate::controllers::crd::CLEANUP_FINALIZER));
-                }
+            {
+                a.push(json!(crate::controllers::crd::CLEANUP_FINALIZER));
             }
             obj["status"] = crd_status(obj, None);
         }
@@ -133,10 +132,10 @@ pub fn prepare_update(
             }
         }
     }
-    if !m.contains_key("managedFields") {
-        if let Some(mf) = old_meta.get("managedFields") {
-            m.insert("managedFields".into(), mf.clone());
-        }
+    if !m.contains_key("managedFields")
+        && let Some(mf) = old_meta.get("managedFields")
+    {
+        m.insert("managedFields".into(), mf.clone());
     }
     if info.status {
         match old.get("status") {
@@ -162,11 +161,11 @@ pub fn prepare_update(
         Strategy::Secret => fold_string_data(new),
         Strategy::Service => {
             // The allocated cluster IP is kept when an update omits it.
-            if new.pointer("/spec/clusterIP").is_none() {
-                if let Some(ip) = old.pointer("/spec/clusterIP").cloned() {
-                    new["spec"]["clusterIP"] = ip.clone();
-                    new["spec"]["clusterIPs"] = json!([ip]);
-                }
+            if new.pointer("/spec/clusterIP").is_none()
+                && let Some(ip) = old.pointer("/spec/clusterIP").cloned()
+            {
+                new["spec"]["clusterIP"] = ip.clone();
+                new["spec"]["clusterIPs"] = json!([ip]);
             }
             default_service(new);
         }
@@ -209,16 +208,16 @@ pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Ca
         old,
         obj.pointer("/metadata/finalizers")
             .and_then(Value::as_array),
-    ) {
-        if old.pointer("/metadata/deletionTimestamp").is_some() {
-            let old_fins = meta::finalizers(old);
-            let added: Vec<&str> = new_fins
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|f| !old_fins.iter().any(|o| o == f))
-                .collect();
-            if !added.is_empty() {
-                causes.push(Cause {
+    ) && old.pointer("/metadata/deletionTimestamp").is_some()
+    {
+        let old_fins = meta::finalizers(old);
+        let added: Vec<&str> = new_fins
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|f| !old_fins.iter().any(|o| o == f))
+            .collect();
+        if !added.is_empty() {
+            causes.push(Cause {
                     reason: "FieldValueForbidden".into(),
                     message: format!(
                         "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
@@ -226,22 +225,20 @@ pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Ca
                     ),
                     field: "metadata.finalizers".into(),
                 });
-            }
         }
     }
     if info.strategy == Strategy::Crd {
         causes.extend(crate::controllers::crd::validate(obj, old));
     }
-    if info.strategy == Strategy::Deployment {
-        if let Some(r) = obj.pointer("/spec/replicas").and_then(Value::as_i64) {
-            if r < 0 {
-                causes.push(Cause {
-                    reason: "FieldValueInvalid".into(),
-                    message: format!("Invalid value: {r}: must be greater than or equal to 0"),
-                    field: "spec.replicas".into(),
-                });
-            }
-        }
+    if info.strategy == Strategy::Deployment
+        && let Some(r) = obj.pointer("/spec/replicas").and_then(Value::as_i64)
+        && r < 0
+    {
+        causes.push(Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: {r}: must be greater than or equal to 0"),
+            field: "spec.replicas".into(),
+        });
     }
     causes
 }
@@ -412,12 +409,11 @@ fn crd_status(obj: &Value, old: Option<&Value>) -> Value {
         .unwrap_or_default();
     if let Some(vs) = obj.pointer("/spec/versions").and_then(Value::as_array) {
         for v in vs {
-            if v.get("storage").and_then(Value::as_bool) == Some(true) {
-                if let Some(n) = v.get("name") {
-                    if !stored.contains(n) {
-                        stored.push(n.clone());
-                    }
-                }
+            if v.get("storage").and_then(Value::as_bool) == Some(true)
+                && let Some(n) = v.get("name")
+                && !stored.contains(n)
+            {
+                stored.push(n.clone());
             }
         }
     }

@@ -67,10 +67,9 @@ pub(crate) fn spawn(shard: &Arc<Shard>, filter: WatchFilter, mut r: impl Reconci
         let mut pending = false;
         loop {
             let next = if pending {
-                match tokio::time::timeout(Duration::from_millis(50), stream.rx.recv()).await {
-                    Ok(ev) => Some(ev),
-                    Err(_) => None,
-                }
+                tokio::time::timeout(Duration::from_millis(50), stream.rx.recv())
+                    .await
+                    .ok()
             } else {
                 Some(stream.rx.recv().await)
             };

@@ -48,15 +48,17 @@ fn sub_resource(
     r
 }
 
-/// The subresources of a resource: (name, kind, group/version of the kind, verbs).
-fn subresources(
-    i: &ResourceInfo,
-) -> Vec<(
+/// A subresource as discovery lists it: name, kind, group/version of the kind (when it differs from
+/// the parent's), verbs.
+type SubResource = (
     &'static str,
     String,
     Option<(&'static str, &'static str)>,
     &'static [&'static str],
-)> {
+);
+
+/// The subresources of a resource.
+fn subresources(i: &ResourceInfo) -> Vec<SubResource> {
     let mut out = Vec::new();
     if i.status {
         out.push((

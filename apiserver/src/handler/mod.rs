@@ -294,7 +294,7 @@ async fn handle_inner(
         output,
         headers,
     };
-    if !cx.info.has_verb(verb_for_check(&ri.verb)) && ri.subresource.is_empty() {
+    if !cx.info.has_verb(&ri.verb) && ri.subresource.is_empty() {
         return Err(ApiError::method_not_supported(
             &cx.info.group,
             &cx.info.resource,
@@ -316,8 +316,4 @@ async fn handle_inner(
             "the server does not allow this method on the requested resource",
         )),
     }
-}
-
-fn verb_for_check(verb: &str) -> &str {
-    verb
 }

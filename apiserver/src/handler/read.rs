@@ -83,17 +83,16 @@ pub(crate) fn scale_of(info: &ResourceInfo, v: &Value) -> Value {
     let mut status = json!({"replicas": at(&sc.status_replicas).unwrap_or(json!(0))});
     if let Some(sel) = sc.label_selector.as_deref().and_then(at) {
         status["selector"] = sel;
-    } else if info.group == "apps" {
-        if let Some(ml) = v
+    } else if info.group == "apps"
+        && let Some(ml) = v
             .pointer("/spec/selector/matchLabels")
             .and_then(Value::as_object)
-        {
-            let s: Vec<String> = ml
-                .iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                .collect();
-            status["selector"] = json!(s.join(","));
-        }
+    {
+        let s: Vec<String> = ml
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect();
+        status["selector"] = json!(s.join(","));
     }
     json!({
         "kind": "Scale",

@@ -53,10 +53,10 @@ pub fn value_response(code: u16, v: &Value, output: Output) -> Response<Body> {
 /// A `metav1.Status` error response.
 pub fn error_response(e: &ApiError) -> Response<Body> {
     let mut r = value_response(e.code, &e.to_status(), Output::Json);
-    if let Some(s) = e.retry_after {
-        if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
-            r.headers_mut().insert(header::RETRY_AFTER, v);
-        }
+    if let Some(s) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&s.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
     }
     r
 }

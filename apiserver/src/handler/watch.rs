@@ -286,7 +286,7 @@ fn stream_body(
             };
             tokio::select! {
                 ev = st.stream.rx.recv() => {
-                    let Some(ev) = ev else { return None };
+                    let ev = ev?;
                     let mut buf = BytesMut::new();
                     st.last_rv = st.last_rv.max(ev.rv);
                     if let Some(l) = st.enc.encode(&ev) { buf.extend_from_slice(&l); }
@@ -312,7 +312,7 @@ fn stream_body(
                     st.next_bookmark = tokio::time::Instant::now() + BOOKMARK_EVERY;
                     // Read the store's version before checking the queue: if the queue is empty then,
                     // every event up to that version has been delivered.
-                    let Some(shard) = st.shard.upgrade() else { return None };
+                    let shard = st.shard.upgrade()?;
                     let rv = shard.store().current_rv();
                     if st.stream.rx.is_empty() {
                         st.last_rv = st.last_rv.max(rv);

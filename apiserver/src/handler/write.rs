@@ -302,12 +302,12 @@ fn delete_options(cx: &Ctx<'_>, body: &Bytes) -> ApiResult<DeleteOptions> {
         {
             opts.precondition.rv = Some(crate::meta::parse_rv(rv)?);
         }
-        if let Some(d) = v.get("dryRun").and_then(Value::as_array) {
-            if d.iter().any(|x| x != "All") {
-                return Err(ApiError::bad_request(
-                    "Invalid dry run value: supported values: \"All\"",
-                ));
-            }
+        if let Some(d) = v.get("dryRun").and_then(Value::as_array)
+            && d.iter().any(|x| x != "All")
+        {
+            return Err(ApiError::bad_request(
+                "Invalid dry run value: supported values: \"All\"",
+            ));
         }
     }
     if policy.is_some() && orphan.is_some() {

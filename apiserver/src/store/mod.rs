@@ -295,18 +295,18 @@ impl Store {
             (None, None) => Bound::Unbounded,
         };
         for (k, o) in table.range((lower, Bound::Unbounded)) {
-            if let Some(c) = cluster {
-                if &*k.cluster != c {
+            if let Some(c) = cluster
+                && &*k.cluster != c
+            {
+                break;
+            }
+            if let Some(ns) = namespace
+                && &*k.namespace != ns
+            {
+                if cluster.is_some() && &*k.namespace > ns {
                     break;
                 }
-            }
-            if let Some(ns) = namespace {
-                if &*k.namespace != ns {
-                    if cluster.is_some() && &*k.namespace > ns {
-                        break;
-                    }
-                    continue;
-                }
+                continue;
             }
             if !f(o) {
                 break;
