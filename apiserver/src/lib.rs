@@ -47,6 +47,7 @@ pub mod patch;
 pub mod patching;
 pub mod registry;
 pub mod request;
+pub mod schema;
 pub mod selector;
 pub mod server;
 pub mod shard;

@@ -1,0 +1,43 @@
+//! Schemas: compiling OpenAPI v3 structural schemas and using them to default, prune and
+//! validate objects the way kube-apiserver does, plus the schemas of built-in kinds and the
+//! OpenAPI documents kubectl reads.
+//!
+//! Pure functions without I/O. Compile once per CRD version or built-in kind, then per request:
+//!
+//! ```
+//! use service_provider_apiserver::schema::Structural;
+//! use serde_json::json;
+//!
+//! let s = Structural::compile(&json!({
+//!     "type": "object",
+//!     "properties": {"spec": {"type": "object", "properties": {
+//!         "replicas": {"type": "integer", "default": 1}}}}
+//! })).unwrap();
+//! let mut obj = json!({"apiVersion": "example.io/v1", "kind": "Foo", "metadata": {"name": "x"},
+//!                      "spec": {"extra": true}});
+//! let unknown = s.prune(&mut obj).unwrap();          // ["spec.extra"]
+//! s.default(&mut obj);                               // spec.replicas = 1
+//! let errors = s.validate(&obj, None);               // []
+//! assert_eq!(unknown, ["spec.extra"]);
+//! assert_eq!(obj["spec"]["replicas"], 1);
+//! assert!(errors.is_empty());
+//! ```
+
+mod cel;
+mod crd;
+mod defaults;
+mod errors;
+mod formats;
+mod objectmeta;
+mod pattern;
+mod prune;
+mod structural;
+mod validate;
+
+pub use crd::validate_crd;
+pub use errors::{
+    BadValue, FieldError, Reason, aggregate, invalid_message, invalid_status, qualified_kind,
+};
+pub use objectmeta::{NameRule, validate_object_meta, validate_type_meta};
+pub use prune::{FieldValidation, strict_error_message, unknown_field_warning};
+pub use structural::{SchemaError, Structural};
