@@ -656,15 +656,16 @@ fn openapi_schema(
                         ));
                     }
                 }
-                "object" => {
-                    if is.get("x-kubernetes-map-type").and_then(Value::as_str) != Some("atomic") {
-                        // kube passes the items' list type here, which is unset for objects.
-                        errs.push(FieldError::invalid(
-                            &child(&child(path, "items"), "x-kubernetes-map-type"),
-                            BadValue::Json(Value::Null),
-                            "must be atomic as item of a list with x-kubernetes-list-type=set",
-                        ));
-                    }
+                // kube passes the items' list type as the value, which is unset for objects.
+                "object"
+                    if is.get("x-kubernetes-map-type").and_then(Value::as_str)
+                        != Some("atomic") =>
+                {
+                    errs.push(FieldError::invalid(
+                        &child(&child(path, "items"), "x-kubernetes-map-type"),
+                        BadValue::Json(Value::Null),
+                        "must be atomic as item of a list with x-kubernetes-list-type=set",
+                    ));
                 }
                 _ => {}
             }

@@ -255,7 +255,7 @@ fn is_isbn10(s: &str) -> bool {
         } else {
             u32::from(b[9] - b'0')
         };
-    sum % 11 == 0
+    sum.is_multiple_of(11)
 }
 
 fn is_isbn13(s: &str) -> bool {
@@ -269,7 +269,7 @@ fn is_isbn13(s: &str) -> bool {
         .enumerate()
         .map(|(i, c)| u32::from(c - b'0') * if i % 2 == 0 { 1 } else { 3 })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// govalidator.IsCreditCard: non-digits are ignored, then the issuer pattern and the Luhn sum.
@@ -291,7 +291,7 @@ fn is_credit_card(s: &str) -> bool {
         sum += d;
         double = !double;
     }
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// `net/mail.ParseAddress`, approximately: `local@domain` or `Display Name <local@domain>`.
@@ -387,7 +387,9 @@ fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
-        _ if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        _ if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => {
+            29
+        }
         _ => 28,
     }
 }
@@ -451,13 +453,9 @@ fn is_date_time(s: &str) -> bool {
     }
     match rest {
         [] | [b'Z'] => true,
-        [sign, h1, h2, b':', m1, m2] if matches!(sign, b'+' | b'-') => {
-            valid_offset(*h1, *h2, *m1, *m2)
-        }
+        [b'+' | b'-', h1, h2, b':', m1, m2] => valid_offset(*h1, *h2, *m1, *m2),
         // RFC3339MillisNoColon / RFC3339MicroNoColon need exactly 3 or 6 fraction digits.
-        [sign, h1, h2, m1, m2] if matches!(sign, b'+' | b'-') && matches!(frac, 3 | 6) => {
-            valid_offset(*h1, *h2, *m1, *m2)
-        }
+        [b'+' | b'-', h1, h2, m1, m2] if matches!(frac, 3 | 6) => valid_offset(*h1, *h2, *m1, *m2),
         _ => false,
     }
 }

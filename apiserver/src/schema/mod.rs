@@ -23,6 +23,7 @@
 //! assert!(errors.is_empty());
 //! ```
 
+mod builtin;
 mod cel;
 mod crd;
 mod defaults;
@@ -31,13 +32,19 @@ mod formats;
 mod objectmeta;
 mod pattern;
 mod prune;
+mod resource;
 mod structural;
 mod validate;
 
+pub use builtin::{
+    BUILTINS, BuiltinResource, TOKEN_REQUEST_DEFINITION, builtin_by_kind, builtin_by_resource,
+    builtin_definitions, builtin_schema,
+};
 pub use crd::validate_crd;
 pub use errors::{
     BadValue, FieldError, Reason, aggregate, invalid_message, invalid_status, qualified_kind,
 };
 pub use objectmeta::{NameRule, validate_object_meta, validate_type_meta};
 pub use prune::{FieldValidation, strict_error_message, unknown_field_warning};
+pub use resource::{DecodeError, ResourceSchema};
 pub use structural::{SchemaError, Structural};

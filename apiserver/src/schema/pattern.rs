@@ -36,8 +36,7 @@ pub(crate) fn compile(pattern: &str) -> Result<Regex, String> {
 
 fn first_line(s: &str) -> String {
     s.lines()
-        .filter(|l| !l.trim().is_empty())
-        .last()
+        .rfind(|l| !l.trim().is_empty())
         .unwrap_or(s)
         .trim()
         .to_string()

@@ -126,9 +126,12 @@ impl OpenApi<'_> {
             sch_type == "number" && v.as_f64().is_some_and(is_json_integer) && contains("integer");
         let is_int_float = sch_type == "integer" && contains("number");
         let is_string_or_array = matches!(v, Value::String(_) | Value::Array(_));
-        if !is_string_or_array
-            && !format.is_empty()
-            && !(contains(sch_type) || data_format == format || is_float_int || is_int_float)
+        if !(is_string_or_array
+            || format.is_empty()
+            || contains(sch_type)
+            || data_format == format
+            || is_float_int
+            || is_int_float)
         {
             let f = self.field(name);
             self.push(FieldError::type_invalid(
@@ -138,11 +141,10 @@ impl OpenApi<'_> {
             ));
             return;
         }
-        if !(contains("number") || contains("integer")) && !format.is_empty() && is_string_or_array
-        {
+        if is_string_or_array && !(contains("number") || contains("integer") || format.is_empty()) {
             return;
         }
-        if !types.is_empty() && !(contains(sch_type) || is_float_int || is_int_float) {
+        if !(types.is_empty() || contains(sch_type) || is_float_int || is_int_float) {
             let f = self.field(name);
             self.push(FieldError::type_invalid(
                 &f,
