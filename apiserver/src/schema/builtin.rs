@@ -260,6 +260,7 @@ fn build_catalog() -> Catalog {
     let _ = generator.subschema_for::<apps::v1::Deployment>();
     let _ = generator.subschema_for::<meta::v1::Status>();
     let _ = generator.subschema_for::<meta::v1::ObjectMeta>();
+    let _ = generator.subschema_for::<meta::v1::ListMeta>();
     let mut published = generator.take_definitions(true);
     for b in BUILTINS {
         if let Some(Value::Object(d)) = published.get_mut(b.definition) {

@@ -30,6 +30,7 @@ mod defaults;
 mod errors;
 mod formats;
 mod objectmeta;
+mod openapi;
 mod pattern;
 mod prune;
 mod resource;
@@ -44,6 +45,7 @@ pub use crd::validate_crd;
 pub use errors::{
     BadValue, FieldError, Reason, aggregate, invalid_message, invalid_status, qualified_kind,
 };
+pub use openapi::{OpenApiDocuments, OpenApiResource, crd_definition_name, group_version_path};
 pub use objectmeta::{NameRule, validate_object_meta, validate_type_meta};
 pub use prune::{FieldValidation, strict_error_message, unknown_field_warning};
 pub use resource::{DecodeError, ResourceSchema};
