@@ -22,6 +22,21 @@
 //! assert_eq!(obj["spec"]["replicas"], 1);
 //! assert!(errors.is_empty());
 //! ```
+//!
+//! How the server uses it:
+//! - **CRD create/update**: [`validate_crd`] → 422 with [`invalid_status`] if not empty; then
+//!   [`ResourceSchema::from_crd`] for each version (cache the result per CRD generation).
+//! - **Built-ins**: [`ResourceSchema::builtin`] (group, version, kind);
+//!   [`ResourceSchema::for_definition`] for `TokenRequest`.
+//! - **Create/update/patch**: [`ResourceSchema::decode`] with the request's
+//!   [`FieldValidation`] (400 on `Err`, `Warning` headers from `Ok`), fill in server-set fields,
+//!   then [`ResourceSchema::validate`] (with the stored object on update) → 422 via
+//!   [`ResourceSchema::invalid`] if not empty.
+//! - **Reads of custom resources**: [`ResourceSchema::read`] (prune + default for the served
+//!   version, as kube does after a schema change).
+//! - **OpenAPI**: [`OpenApiDocuments::build`] from the served resources whenever they change;
+//!   serve [`OpenApiDocuments::v3_index`], [`OpenApiDocuments::v3_document`] and
+//!   [`OpenApiDocuments::v2_document`] (answer 406 when only protobuf is acceptable).
 
 mod builtin;
 mod cel;
@@ -45,8 +60,8 @@ pub use crd::validate_crd;
 pub use errors::{
     BadValue, FieldError, Reason, aggregate, invalid_message, invalid_status, qualified_kind,
 };
-pub use openapi::{OpenApiDocuments, OpenApiResource, crd_definition_name, group_version_path};
 pub use objectmeta::{NameRule, validate_object_meta, validate_type_meta};
+pub use openapi::{OpenApiDocuments, OpenApiResource, crd_definition_name, group_version_path};
 pub use prune::{FieldValidation, strict_error_message, unknown_field_warning};
 pub use resource::{DecodeError, ResourceSchema};
 pub use structural::{SchemaError, Structural};

@@ -61,7 +61,11 @@ pub fn crd_definition_name(group: &str, version: &str, kind: &str) -> String {
 
 /// `api/v1` or `apis/<group>/<version>`: the key of a group-version in the v3 index.
 pub fn group_version_path(group: &str, version: &str) -> String {
-    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
 }
 
 /// 64-bit FNV-1a, uppercase hex: a cache key that changes when a document's inputs change.
@@ -89,7 +93,9 @@ pub struct OpenApiDocuments {
 
 impl std::fmt::Debug for OpenApiDocuments {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenApiDocuments").field("groups", &self.groups.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("OpenApiDocuments")
+            .field("groups", &self.groups.keys().collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -114,7 +120,10 @@ impl OpenApiDocuments {
             let mut h = fnv(key.as_bytes(), 0xcbf2_9ce4_8422_2325);
             h = fnv(kube_version.as_bytes(), h);
             for r in &gv.resources {
-                let line = format!("{}|{}|{}|{}|{}|", r.kind, r.plural, r.namespaced, r.status, r.scale);
+                let line = format!(
+                    "{}|{}|{}|{}|{}|",
+                    r.kind, r.plural, r.namespaced, r.status, r.scale
+                );
                 h = fnv(line.as_bytes(), h);
                 if let Some(s) = &r.schema {
                     h = fnv(s.to_string().as_bytes(), h);
@@ -122,7 +131,11 @@ impl OpenApiDocuments {
             }
             gv.hash = format!("{h:016X}");
         }
-        OpenApiDocuments { kube_version: kube_version.to_string(), groups, v2: OnceLock::new() }
+        OpenApiDocuments {
+            kube_version: kube_version.to_string(),
+            groups,
+            v2: OnceLock::new(),
+        }
     }
 
     /// The `/openapi/v3` index: `{"paths": {"apis/apps/v1": {"serverRelativeURL":
@@ -131,7 +144,12 @@ impl OpenApiDocuments {
         let paths: Map<String, Value> = self
             .groups
             .iter()
-            .map(|(k, gv)| (k.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{k}?hash={}", gv.hash)})))
+            .map(|(k, gv)| {
+                (
+                    k.clone(),
+                    json!({"serverRelativeURL": format!("/openapi/v3/{k}?hash={}", gv.hash)}),
+                )
+            })
             .collect();
         json!({"paths": paths})
     }
@@ -139,14 +157,19 @@ impl OpenApiDocuments {
     /// The current hash of a group-version document (`api/v1`, `apis/apps/v1`); a request with
     /// another `hash` should be redirected to the current URL, as kube does.
     pub fn v3_hash(&self, gv_path: &str) -> Option<&str> {
-        self.groups.get(gv_path.trim_matches('/')).map(|g| g.hash.as_str())
+        self.groups
+            .get(gv_path.trim_matches('/'))
+            .map(|g| g.hash.as_str())
     }
 
     /// The JSON of a group-version document (`api/v1`, `apis/apps/v1`), or `None` if no
     /// resource is served there.
     pub fn v3_document(&self, gv_path: &str) -> Option<&[u8]> {
         let gv = self.groups.get(gv_path.trim_matches('/'))?;
-        Some(gv.json.get_or_init(|| serde_json::to_vec(&self.render_v3(gv)).unwrap_or_default()))
+        Some(
+            gv.json
+                .get_or_init(|| serde_json::to_vec(&self.render_v3(gv)).unwrap_or_default()),
+        )
     }
 
     /// A group-version document as a value (for tests and tools).
@@ -157,7 +180,8 @@ impl OpenApiDocuments {
 
     /// The Swagger 2.0 document (`/openapi/v2`) as JSON.
     pub fn v2_document(&self) -> &[u8] {
-        self.v2.get_or_init(|| serde_json::to_vec(&self.render_v2()).unwrap_or_default())
+        self.v2
+            .get_or_init(|| serde_json::to_vec(&self.render_v2()).unwrap_or_default())
     }
 
     fn render_v3(&self, gv: &GroupVersion) -> Value {
@@ -197,7 +221,10 @@ impl OpenApiDocuments {
         }
         wanted.insert(STATUS.to_string());
         add_closure(&wanted, &mut schemas);
-        let definitions: Map<String, Value> = schemas.into_iter().map(|(k, v)| (k, to_v2_schema(v))).collect();
+        let definitions: Map<String, Value> = schemas
+            .into_iter()
+            .map(|(k, v)| (k, to_v2_schema(v)))
+            .collect();
         json!({
             "swagger": "2.0",
             "info": {"title": "Kubernetes", "version": self.kube_version},
@@ -211,7 +238,11 @@ impl OpenApiDocuments {
 
 /// Adds the definitions for `r` (and its list) to `schemas`, records what they reference in
 /// `wanted`, and returns the resource's definition name (`None` without a schema).
-fn resource_definitions(r: &OpenApiResource, schemas: &mut BTreeMap<String, Value>, wanted: &mut BTreeSet<String>) -> Option<String> {
+fn resource_definitions(
+    r: &OpenApiResource,
+    schemas: &mut BTreeMap<String, Value>,
+    wanted: &mut BTreeSet<String>,
+) -> Option<String> {
     if let Some(b) = builtin_by_kind(&r.group, &r.version, &r.kind)
         && r.schema.is_none()
     {
@@ -290,7 +321,11 @@ fn collect_refs(v: &Value, out: &mut Vec<String>) {
 
 /// `listCoreV1NamespacedConfigMap`-style operation ids: the group without `.k8s.io`, camel-cased.
 fn group_version_camel(group: &str, version: &str) -> String {
-    let g = if group.is_empty() { "core" } else { group.strip_suffix(".k8s.io").unwrap_or(group) };
+    let g = if group.is_empty() {
+        "core"
+    } else {
+        group.strip_suffix(".k8s.io").unwrap_or(group)
+    };
     let mut out = String::new();
     for part in g.split(['.', '-']).chain(std::iter::once(version)) {
         let mut chars = part.chars();
@@ -320,8 +355,18 @@ fn path_param(name: &str, description: &str, v3: bool) -> Value {
 
 fn write_params(v3: bool, patch: bool) -> Vec<Value> {
     let mut p = vec![
-        query("dryRun", "string", "When present, indicates that modifications should not be persisted. Valid values are: - All: all dry run stages will be processed", v3),
-        query("fieldManager", "string", "fieldManager is a name associated with the actor or entity that is making these changes.", v3),
+        query(
+            "dryRun",
+            "string",
+            "When present, indicates that modifications should not be persisted. Valid values are: - All: all dry run stages will be processed",
+            v3,
+        ),
+        query(
+            "fieldManager",
+            "string",
+            "fieldManager is a name associated with the actor or entity that is making these changes.",
+            v3,
+        ),
         query(
             "fieldValidation",
             "string",
@@ -369,7 +414,11 @@ fn operation(
     body: Option<(&str, &[&str])>,
     response: Option<&str>,
 ) -> Value {
-    let prefix = if v3 { "#/components/schemas/" } else { "#/definitions/" };
+    let prefix = if v3 {
+        "#/components/schemas/"
+    } else {
+        "#/definitions/"
+    };
     let mut op = json!({
         "tags": [tag],
         "operationId": op_id,
@@ -379,7 +428,9 @@ fn operation(
     });
     let schema = |name: &str| json!({"$ref": format!("{prefix}{name}")});
     let ok = match response {
-        Some(r) if v3 => json!({"description": "OK", "content": {"application/json": {"schema": schema(r)}, "application/yaml": {"schema": schema(r)}}}),
+        Some(r) if v3 => {
+            json!({"description": "OK", "content": {"application/json": {"schema": schema(r)}, "application/yaml": {"schema": schema(r)}}})
+        }
         Some(r) => json!({"description": "OK", "schema": schema(r)}),
         None => json!({"description": "OK"}),
     };
@@ -390,7 +441,10 @@ fn operation(
             let content: Map<String, Value> = types.iter().map(|t| (t.to_string(), json!({"schema": if *t == "application/json" || *t == "application/yaml" { schema(def) } else { json!({"type": "object"}) }}))).collect();
             op["requestBody"] = json!({"content": content, "required": true});
         } else {
-            params.insert(0, json!({"name": "body", "in": "body", "required": true, "schema": schema(def)}));
+            params.insert(
+                0,
+                json!({"name": "body", "in": "body", "required": true, "schema": schema(def)}),
+            );
             op["consumes"] = json!(types);
         }
     }
@@ -405,54 +459,246 @@ fn operation(
 /// The paths kube-apiserver publishes for one resource.
 fn resource_paths(r: &OpenApiResource, def: &Option<String>, v3: bool) -> Vec<(String, Value)> {
     let prefix = format!("/{}", group_version_path(&r.group, &r.version));
-    let tag = if r.group.is_empty() { format!("core_{}", r.version) } else { format!("{}_{}", r.group.replace('.', "_"), r.version) };
+    let tag = if r.group.is_empty() {
+        format!("core_{}", r.version)
+    } else {
+        format!("{}_{}", r.group.replace('.', "_"), r.version)
+    };
     let gv = group_version_camel(&r.group, &r.version);
     let ns = if r.namespaced { "Namespaced" } else { "" };
     let kind = &r.kind;
     let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind});
     let def = def.as_deref();
-    let list_def = def.map(|d| if builtin_by_kind(&r.group, &r.version, &r.kind).is_some() && r.schema.is_none() { d.to_string() } else { format!("{d}List") });
-    let collection = if r.namespaced { format!("{prefix}/namespaces/{{namespace}}/{}", r.plural) } else { format!("{prefix}/{}", r.plural) };
+    let list_def = def.map(|d| {
+        if builtin_by_kind(&r.group, &r.version, &r.kind).is_some() && r.schema.is_none() {
+            d.to_string()
+        } else {
+            format!("{d}List")
+        }
+    });
+    let collection = if r.namespaced {
+        format!("{prefix}/namespaces/{{namespace}}/{}", r.plural)
+    } else {
+        format!("{prefix}/{}", r.plural)
+    };
     let item = format!("{collection}/{{name}}");
-    let mut common = vec![query("pretty", "string", "If 'true', then the output is pretty printed.", v3)];
+    let mut common = vec![query(
+        "pretty",
+        "string",
+        "If 'true', then the output is pretty printed.",
+        v3,
+    )];
     if r.namespaced {
-        common.insert(0, path_param("namespace", "object name and auth scope, such as for teams and projects", v3));
+        common.insert(
+            0,
+            path_param(
+                "namespace",
+                "object name and auth scope, such as for teams and projects",
+                v3,
+            ),
+        );
     }
     let mut item_common = common.clone();
     item_common.insert(0, path_param("name", &format!("name of the {kind}"), v3));
-    let patch_types: &[&str] = &["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"];
+    let patch_types: &[&str] = &[
+        "application/apply-patch+yaml",
+        "application/json-patch+json",
+        "application/merge-patch+json",
+    ];
     let body_types: &[&str] = &["application/json", "application/yaml"];
     let with_common = |mut v: Value, params: &[Value]| {
         v["parameters"] = Value::Array(params.to_vec());
         v
     };
     let mut out = Vec::new();
-    let list = operation(v3, format!("list{gv}{ns}{kind}"), &tag, "list", &gvk, list_params(v3, false), None, list_def.as_deref());
-    let create = operation(v3, format!("create{gv}{ns}{kind}"), &tag, "post", &gvk, write_params(v3, false), def.map(|d| (d, body_types)), def);
-    let delete_collection = operation(v3, format!("deletecollection{gv}{ns}{kind}"), &tag, "deletecollection", &gvk, list_params(v3, false), None, Some(STATUS));
-    out.push((collection.clone(), with_common(json!({"get": list, "post": create, "delete": delete_collection}), &common)));
-    let read = operation(v3, format!("read{gv}{ns}{kind}"), &tag, "get", &gvk, vec![], None, def);
-    let replace = operation(v3, format!("replace{gv}{ns}{kind}"), &tag, "put", &gvk, write_params(v3, false), def.map(|d| (d, body_types)), def);
-    let patch = operation(v3, format!("patch{gv}{ns}{kind}"), &tag, "patch", &gvk, write_params(v3, true), def.map(|d| (d, patch_types)), def);
-    let delete = operation(v3, format!("delete{gv}{ns}{kind}"), &tag, "delete", &gvk, vec![query("dryRun", "string", "", v3), query("gracePeriodSeconds", "integer", "", v3), query("propagationPolicy", "string", "", v3)], None, Some(STATUS));
-    out.push((item.clone(), with_common(json!({"get": read, "put": replace, "patch": patch, "delete": delete}), &item_common)));
+    let list = operation(
+        v3,
+        format!("list{gv}{ns}{kind}"),
+        &tag,
+        "list",
+        &gvk,
+        list_params(v3, false),
+        None,
+        list_def.as_deref(),
+    );
+    let create = operation(
+        v3,
+        format!("create{gv}{ns}{kind}"),
+        &tag,
+        "post",
+        &gvk,
+        write_params(v3, false),
+        def.map(|d| (d, body_types)),
+        def,
+    );
+    let delete_collection = operation(
+        v3,
+        format!("deletecollection{gv}{ns}{kind}"),
+        &tag,
+        "deletecollection",
+        &gvk,
+        list_params(v3, false),
+        None,
+        Some(STATUS),
+    );
+    out.push((
+        collection.clone(),
+        with_common(
+            json!({"get": list, "post": create, "delete": delete_collection}),
+            &common,
+        ),
+    ));
+    let read = operation(
+        v3,
+        format!("read{gv}{ns}{kind}"),
+        &tag,
+        "get",
+        &gvk,
+        vec![],
+        None,
+        def,
+    );
+    let replace = operation(
+        v3,
+        format!("replace{gv}{ns}{kind}"),
+        &tag,
+        "put",
+        &gvk,
+        write_params(v3, false),
+        def.map(|d| (d, body_types)),
+        def,
+    );
+    let patch = operation(
+        v3,
+        format!("patch{gv}{ns}{kind}"),
+        &tag,
+        "patch",
+        &gvk,
+        write_params(v3, true),
+        def.map(|d| (d, patch_types)),
+        def,
+    );
+    let delete = operation(
+        v3,
+        format!("delete{gv}{ns}{kind}"),
+        &tag,
+        "delete",
+        &gvk,
+        vec![
+            query("dryRun", "string", "", v3),
+            query("gracePeriodSeconds", "integer", "", v3),
+            query("propagationPolicy", "string", "", v3),
+        ],
+        None,
+        Some(STATUS),
+    );
+    out.push((
+        item.clone(),
+        with_common(
+            json!({"get": read, "put": replace, "patch": patch, "delete": delete}),
+            &item_common,
+        ),
+    ));
     if r.status {
-        let read = operation(v3, format!("read{gv}{ns}{kind}Status"), &tag, "get", &gvk, vec![], None, def);
-        let replace = operation(v3, format!("replace{gv}{ns}{kind}Status"), &tag, "put", &gvk, write_params(v3, false), def.map(|d| (d, body_types)), def);
-        let patch = operation(v3, format!("patch{gv}{ns}{kind}Status"), &tag, "patch", &gvk, write_params(v3, true), def.map(|d| (d, patch_types)), def);
-        out.push((format!("{item}/status"), with_common(json!({"get": read, "put": replace, "patch": patch}), &item_common)));
+        let read = operation(
+            v3,
+            format!("read{gv}{ns}{kind}Status"),
+            &tag,
+            "get",
+            &gvk,
+            vec![],
+            None,
+            def,
+        );
+        let replace = operation(
+            v3,
+            format!("replace{gv}{ns}{kind}Status"),
+            &tag,
+            "put",
+            &gvk,
+            write_params(v3, false),
+            def.map(|d| (d, body_types)),
+            def,
+        );
+        let patch = operation(
+            v3,
+            format!("patch{gv}{ns}{kind}Status"),
+            &tag,
+            "patch",
+            &gvk,
+            write_params(v3, true),
+            def.map(|d| (d, patch_types)),
+            def,
+        );
+        out.push((
+            format!("{item}/status"),
+            with_common(
+                json!({"get": read, "put": replace, "patch": patch}),
+                &item_common,
+            ),
+        ));
     }
     if r.scale {
         let scale_gvk = json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
-        let read = operation(v3, format!("read{gv}{ns}{kind}Scale"), &tag, "get", &scale_gvk, vec![], None, None);
-        let replace = operation(v3, format!("replace{gv}{ns}{kind}Scale"), &tag, "put", &scale_gvk, write_params(v3, false), None, None);
-        let patch = operation(v3, format!("patch{gv}{ns}{kind}Scale"), &tag, "patch", &scale_gvk, write_params(v3, true), None, None);
-        out.push((format!("{item}/scale"), with_common(json!({"get": read, "put": replace, "patch": patch}), &item_common)));
+        let read = operation(
+            v3,
+            format!("read{gv}{ns}{kind}Scale"),
+            &tag,
+            "get",
+            &scale_gvk,
+            vec![],
+            None,
+            None,
+        );
+        let replace = operation(
+            v3,
+            format!("replace{gv}{ns}{kind}Scale"),
+            &tag,
+            "put",
+            &scale_gvk,
+            write_params(v3, false),
+            None,
+            None,
+        );
+        let patch = operation(
+            v3,
+            format!("patch{gv}{ns}{kind}Scale"),
+            &tag,
+            "patch",
+            &scale_gvk,
+            write_params(v3, true),
+            None,
+            None,
+        );
+        out.push((
+            format!("{item}/scale"),
+            with_common(
+                json!({"get": read, "put": replace, "patch": patch}),
+                &item_common,
+            ),
+        ));
     }
     if r.namespaced {
-        let all = operation(v3, format!("list{gv}{kind}ForAllNamespaces"), &tag, "list", &gvk, list_params(v3, false), None, list_def.as_deref());
-        let common = vec![query("pretty", "string", "If 'true', then the output is pretty printed.", v3)];
-        out.push((format!("{prefix}/{}", r.plural), with_common(json!({"get": all}), &common)));
+        let all = operation(
+            v3,
+            format!("list{gv}{kind}ForAllNamespaces"),
+            &tag,
+            "list",
+            &gvk,
+            list_params(v3, false),
+            None,
+            list_def.as_deref(),
+        );
+        let common = vec![query(
+            "pretty",
+            "string",
+            "If 'true', then the output is pretty printed.",
+            v3,
+        )];
+        out.push((
+            format!("{prefix}/{}", r.plural),
+            with_common(json!({"get": all}), &common),
+        ));
     }
     out
 }
@@ -522,7 +768,12 @@ mod tests {
 
     fn docs() -> OpenApiDocuments {
         OpenApiDocuments::build(
-            &[widget(), builtin("", "Namespace", "namespaces", false), builtin("", "ConfigMap", "configmaps", true), builtin("apps", "Deployment", "deployments", true)],
+            &[
+                widget(),
+                builtin("", "Namespace", "namespaces", false),
+                builtin("", "ConfigMap", "configmaps", true),
+                builtin("apps", "Deployment", "deployments", true),
+            ],
             "v1.33.0",
         )
     }
@@ -532,31 +783,71 @@ mod tests {
         let d = docs();
         let idx = d.v3_index();
         let paths = idx["paths"].as_object().unwrap();
-        assert_eq!(paths.keys().collect::<Vec<_>>(), ["api/v1", "apis/apps/v1", "apis/example.io/v1"]);
-        let url = paths["apis/example.io/v1"]["serverRelativeURL"].as_str().unwrap();
-        assert!(url.starts_with("/openapi/v3/apis/example.io/v1?hash="), "{url}");
+        assert_eq!(
+            paths.keys().collect::<Vec<_>>(),
+            ["api/v1", "apis/apps/v1", "apis/example.io/v1"]
+        );
+        let url = paths["apis/example.io/v1"]["serverRelativeURL"]
+            .as_str()
+            .unwrap();
+        assert!(
+            url.starts_with("/openapi/v3/apis/example.io/v1?hash="),
+            "{url}"
+        );
         assert!(url.ends_with(d.v3_hash("apis/example.io/v1").unwrap()));
         // A schema change changes the hash.
         let mut w = widget();
         w.schema = Some(json!({"type": "object"}));
         let other = OpenApiDocuments::build(&[w], "v1.33.0");
-        assert_ne!(other.v3_hash("apis/example.io/v1"), d.v3_hash("apis/example.io/v1"));
+        assert_ne!(
+            other.v3_hash("apis/example.io/v1"),
+            d.v3_hash("apis/example.io/v1")
+        );
     }
 
     #[test]
     fn crd_document_has_schema_gvk_and_patch_with_field_validation() {
         let d = docs();
-        let doc: Value = serde_json::from_slice(d.v3_document("apis/example.io/v1").unwrap()).unwrap();
+        let doc: Value =
+            serde_json::from_slice(d.v3_document("apis/example.io/v1").unwrap()).unwrap();
         let def = &doc["components"]["schemas"]["io.example.v1.Widget"];
-        assert_eq!(def["x-kubernetes-group-version-kind"], json!([{"group": "example.io", "kind": "Widget", "version": "v1"}]));
-        assert_eq!(def["properties"]["metadata"]["allOf"][0]["$ref"], "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
-        assert!(doc["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"].is_object());
-        assert!(doc["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry"].is_object(), "references are closed over");
-        let patch = &doc["paths"]["/apis/example.io/v1/namespaces/{namespace}/widgets/{name}"]["patch"];
+        assert_eq!(
+            def["x-kubernetes-group-version-kind"],
+            json!([{"group": "example.io", "kind": "Widget", "version": "v1"}])
+        );
+        assert_eq!(
+            def["properties"]["metadata"]["allOf"][0]["$ref"],
+            "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+        );
+        assert!(
+            doc["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]
+                .is_object()
+        );
+        assert!(
+            doc["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry"]
+                .is_object(),
+            "references are closed over"
+        );
+        let patch =
+            &doc["paths"]["/apis/example.io/v1/namespaces/{namespace}/widgets/{name}"]["patch"];
         assert_eq!(patch["x-kubernetes-group-version-kind"]["kind"], "Widget");
-        assert!(patch["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation" && p["in"] == "query"));
-        assert!(patch["requestBody"]["content"].get("application/apply-patch+yaml").is_some());
-        assert!(patch["requestBody"]["content"].get("application/strategic-merge-patch+json").is_none());
+        assert!(
+            patch["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "fieldValidation" && p["in"] == "query")
+        );
+        assert!(
+            patch["requestBody"]["content"]
+                .get("application/apply-patch+yaml")
+                .is_some()
+        );
+        assert!(
+            patch["requestBody"]["content"]
+                .get("application/strategic-merge-patch+json")
+                .is_none()
+        );
         assert_eq!(patch["operationId"], "patchExampleIoV1NamespacedWidget");
         assert!(doc["paths"]["/apis/example.io/v1/namespaces/{namespace}/widgets/{name}/status"]["patch"].is_object());
         assert!(doc["paths"]["/apis/example.io/v1/widgets"]["get"].is_object());
@@ -564,7 +855,10 @@ mod tests {
         let mut refs = Vec::new();
         collect_refs(&doc, &mut refs);
         for r in refs {
-            assert!(doc["components"]["schemas"].get(&r).is_some(), "dangling $ref {r}");
+            assert!(
+                doc["components"]["schemas"].get(&r).is_some(),
+                "dangling $ref {r}"
+            );
         }
     }
 
@@ -574,7 +868,10 @@ mod tests {
         let doc = d.v3_document_value("api/v1").unwrap();
         assert!(doc["components"]["schemas"]["io.k8s.api.core.v1.ConfigMap"]["x-kubernetes-group-version-kind"].is_array());
         let ns_patch = &doc["paths"]["/api/v1/namespaces/{name}"]["patch"];
-        assert_eq!(ns_patch["x-kubernetes-group-version-kind"]["kind"], "Namespace");
+        assert_eq!(
+            ns_patch["x-kubernetes-group-version-kind"]["kind"],
+            "Namespace"
+        );
         assert_eq!(ns_patch["operationId"], "patchCoreV1Namespace");
         let apps = d.v3_document_value("apis/apps/v1").unwrap();
         assert!(apps["components"]["schemas"]["io.k8s.api.core.v1.PodSpec"].is_object());
@@ -587,19 +884,32 @@ mod tests {
         let v2: Value = serde_json::from_slice(d.v2_document()).unwrap();
         assert_eq!(v2["swagger"], "2.0");
         let def = &v2["definitions"]["io.example.v1.Widget"];
-        assert_eq!(def["properties"]["metadata"]["$ref"], "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
+        assert_eq!(
+            def["properties"]["metadata"]["$ref"],
+            "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+        );
         let text = String::from_utf8(d.v2_document().to_vec()).unwrap();
         assert!(!text.contains("#/components/schemas/"));
-        let patch = &v2["paths"]["/apis/example.io/v1/namespaces/{namespace}/widgets/{name}"]["patch"];
+        let patch =
+            &v2["paths"]["/apis/example.io/v1/namespaces/{namespace}/widgets/{name}"]["patch"];
         assert_eq!(patch["parameters"][0]["in"], "body");
     }
 
     #[test]
     fn names() {
-        assert_eq!(crd_definition_name("example.io", "v1", "Widget"), "io.example.v1.Widget");
-        assert_eq!(group_version_camel("rbac.authorization.k8s.io", "v1"), "RbacAuthorizationV1");
+        assert_eq!(
+            crd_definition_name("example.io", "v1", "Widget"),
+            "io.example.v1.Widget"
+        );
+        assert_eq!(
+            group_version_camel("rbac.authorization.k8s.io", "v1"),
+            "RbacAuthorizationV1"
+        );
         assert_eq!(group_version_camel("", "v1"), "CoreV1");
-        assert_eq!(group_version_camel("core.openmcp.cloud", "v1alpha1"), "CoreOpenmcpCloudV1alpha1");
+        assert_eq!(
+            group_version_camel("core.openmcp.cloud", "v1alpha1"),
+            "CoreOpenmcpCloudV1alpha1"
+        );
     }
 
     /// A minimal HTTP server with just enough discovery for kubectl, serving these documents.
@@ -612,14 +922,32 @@ mod tests {
                    "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]})
         };
         let routes: Vec<(String, Value)> = vec![
-            ("/version".into(), json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0", "platform": "linux/amd64"})),
-            ("/api".into(), json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]})),
-            ("/api/v1".into(), json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [res("namespaces", "Namespace", false), res("configmaps", "ConfigMap", true)]})),
-            ("/apis".into(), json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+            (
+                "/version".into(),
+                json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0", "platform": "linux/amd64"}),
+            ),
+            (
+                "/api".into(),
+                json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}),
+            ),
+            (
+                "/api/v1".into(),
+                json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [res("namespaces", "Namespace", false), res("configmaps", "ConfigMap", true)]}),
+            ),
+            (
+                "/apis".into(),
+                json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
                 {"name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}], "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}},
-                {"name": "example.io", "versions": [{"groupVersion": "example.io/v1", "version": "v1"}], "preferredVersion": {"groupVersion": "example.io/v1", "version": "v1"}}]})),
-            ("/apis/apps/v1".into(), json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1", "resources": [res("deployments", "Deployment", true)]})),
-            ("/apis/example.io/v1".into(), json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "example.io/v1", "resources": [res("widgets", "Widget", true)]})),
+                {"name": "example.io", "versions": [{"groupVersion": "example.io/v1", "version": "v1"}], "preferredVersion": {"groupVersion": "example.io/v1", "version": "v1"}}]}),
+            ),
+            (
+                "/apis/apps/v1".into(),
+                json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1", "resources": [res("deployments", "Deployment", true)]}),
+            ),
+            (
+                "/apis/example.io/v1".into(),
+                json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "example.io/v1", "resources": [res("widgets", "Widget", true)]}),
+            ),
             ("/openapi/v3".into(), docs.v3_index()),
         ];
         std::thread::spawn(move || {
@@ -648,14 +976,20 @@ mod tests {
                 let path = target.split('?').next().unwrap_or("");
                 let (code, reply): (u16, Vec<u8>) = if method == "POST" {
                     (201, body)
-                } else if let Some(doc) = path.strip_prefix("/openapi/v3/").and_then(|gv| docs.v3_document(gv)) {
+                } else if let Some(doc) = path
+                    .strip_prefix("/openapi/v3/")
+                    .and_then(|gv| docs.v3_document(gv))
+                {
                     (200, doc.to_vec())
                 } else if let Some((_, v)) = routes.iter().find(|(p, _)| p == path) {
                     (200, serde_json::to_vec(v).unwrap())
                 } else {
                     (404, serde_json::to_vec(&json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404})).unwrap())
                 };
-                let head = format!("HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", reply.len());
+                let head = format!(
+                    "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    reply.len()
+                );
                 let _ = stream.write_all(head.as_bytes());
                 let _ = stream.write_all(&reply);
             }
@@ -679,7 +1013,14 @@ mod tests {
             .args(args)
             .output()
             .expect("kubectl must be installed (set SKIP_KUBECTL=1 to skip this test)");
-        (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
     }
 
     /// Runs the real `kubectl explain` and `kubectl create --validate=strict` against the
@@ -691,7 +1032,8 @@ mod tests {
         }
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let port = serve(docs(), seen.clone());
-        let dir = std::env::temp_dir().join(format!("schema-kubectl-{}-{port}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("schema-kubectl-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
 
         let (ok, out) = kubectl(port, &dir, &["explain", "widgets.spec"]);
@@ -706,7 +1048,11 @@ mod tests {
         assert!(ok, "{out}");
         assert!(out.contains("FIELD: labels <map[string]string>"), "{out}");
 
-        let (ok, out) = kubectl(port, &dir, &["explain", "deployments.spec.template.spec.containers.image"]);
+        let (ok, out) = kubectl(
+            port,
+            &dir,
+            &["explain", "deployments.spec.template.spec.containers.image"],
+        );
         assert!(ok, "{out}");
         assert!(out.contains("FIELD: image <string>"), "{out}");
 
@@ -716,15 +1062,29 @@ mod tests {
 
         let manifest = dir.join("w.json");
         std::fs::write(&manifest, r#"{"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}}"#).unwrap();
-        let (ok, out) = kubectl(port, &dir, &["create", "--validate=strict", "-f", manifest.to_str().unwrap()]);
+        let (ok, out) = kubectl(
+            port,
+            &dir,
+            &[
+                "create",
+                "--validate=strict",
+                "-f",
+                manifest.to_str().unwrap(),
+            ],
+        );
         assert!(ok, "{out}");
         assert!(out.contains("widget.example.io/w created"), "{out}");
         let requests = seen.lock().unwrap().clone();
         assert!(
-            requests.iter().any(|r| r.starts_with("POST /apis/example.io/v1/namespaces/default/widgets?") && r.contains("fieldValidation=Strict")),
+            requests.iter().any(|r| r
+                .starts_with("POST /apis/example.io/v1/namespaces/default/widgets?")
+                && r.contains("fieldValidation=Strict")),
             "kubectl left validation to the server: {requests:?}"
         );
-        assert!(!requests.iter().any(|r| r.contains("/openapi/v2")), "kubectl never needed v2: {requests:?}");
+        assert!(
+            !requests.iter().any(|r| r.contains("/openapi/v2")),
+            "kubectl never needed v2: {requests:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

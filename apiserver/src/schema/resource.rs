@@ -58,6 +58,29 @@ impl ResourceSchema {
         })
     }
 
+    /// The schema of a built-in definition that is not a top-level resource, such as
+    /// `TokenRequest` (the `token` subresource of service accounts,
+    /// [`super::TOKEN_REQUEST_DEFINITION`]). Its metadata is not name-checked.
+    pub fn for_definition(
+        group: &str,
+        version: &str,
+        kind: &str,
+        plural: &str,
+        namespaced: bool,
+        definition: &str,
+    ) -> Option<ResourceSchema> {
+        Some(ResourceSchema {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced,
+            name_rule: None,
+            custom: false,
+            structural: builtin_schema(definition)?,
+        })
+    }
+
     /// The schemas of every version of a stored (already validated) CRD, in `spec.versions`
     /// order. Validate a CRD a user submits with [`super::validate_crd`] first.
     pub fn from_crd(crd: &Value) -> Result<Vec<ResourceSchema>, SchemaError> {
@@ -295,5 +318,23 @@ mod tests {
             ["metadata.name: Invalid value: \"a.b\": must not contain dots"]
         );
         assert!(ResourceSchema::builtin("", "v1", "Pod").is_none());
+        let tr = ResourceSchema::for_definition(
+            "authentication.k8s.io",
+            "v1",
+            "TokenRequest",
+            "serviceaccounts/token",
+            true,
+            super::super::TOKEN_REQUEST_DEFINITION,
+        )
+        .unwrap();
+        assert_eq!(
+            tr.validate(&json!({"spec": {"audiences": "x"}}), None)
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            [
+                "spec.audiences: Invalid value: \"string\": spec.audiences in body must be of type array: \"string\""
+            ]
+        );
     }
 }

@@ -34,15 +34,6 @@ fn is_json_integer(f: f64) -> bool {
     f.is_finite() && f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0
 }
 
-/// kube-openapi's error name for a property: `spec.x`, or just `x` at the root.
-fn prop_name(name: &str, p: &str) -> String {
-    if name.is_empty() {
-        p.to_string()
-    } else {
-        format!("{name}.{p}")
-    }
-}
-
 /// Accumulates errors for one `validate` call; `base` is the field path the result is reported
 /// under (`kubeOpenAPIResultToFieldErrors(fldPath, …)`): empty (nil) for objects, the schema
 /// path of a `default` when checking defaults.
@@ -70,7 +61,10 @@ impl OpenApi<'_> {
     /// `SchemaValidator.Validate` for node `id` at kube-openapi name `name`. `old` is the
     /// correlated old value on update: when it equals `v`, errors are ratcheted away
     /// (`ratchetingValueValidator`).
-    fn validate(&mut self, id: NodeId, v: &Value, old: Option<&Value>, name: &str) {
+    ///
+    /// `name` is a buffer the walk appends child names to and truncates again, so that no
+    /// string is built per field unless an error is reported.
+    fn validate(&mut self, id: NodeId, v: &Value, old: Option<&Value>, name: &mut String) {
         if old.is_some_and(|o| o == v) {
             return;
         }
@@ -161,7 +155,7 @@ impl OpenApi<'_> {
             base: self.base,
             errors: Vec::new(),
         };
-        o.validate(id, v, None, name);
+        o.validate(id, v, None, &mut name.to_string());
         o.errors
     }
 
@@ -388,17 +382,24 @@ impl OpenApi<'_> {
     }
 
     /// `schemaSliceValidator`: items first, then minItems, maxItems, uniqueItems.
-    fn check_array(&mut self, node: &Node, items: &[Value], old: Option<&Vec<Value>>, name: &str) {
+    fn check_array(
+        &mut self,
+        node: &Node,
+        items: &[Value],
+        old: Option<&Vec<Value>>,
+        name: &mut String,
+    ) {
         if let Some(item) = node.items {
-            let mut item_name = String::with_capacity(name.len() + 8);
+            let base = name.len();
             for (i, x) in items.iter().enumerate() {
-                item_name.clear();
-                item_name.push_str(name);
-                item_name.push_str(&format!("[{i}]"));
+                use std::fmt::Write;
+                let _ = write!(name, "[{i}]");
                 let o = old.and_then(|o| correlate_item(self.s, node, x, o));
-                self.validate(item, x, o, &item_name);
+                self.validate(item, x, o, name);
+                name.truncate(base);
             }
         }
+        let name = &*name;
         let Some(c) = &node.checks else { return };
         let size = items.len() as i64;
         if let Some(min) = c.min_items
@@ -468,7 +469,7 @@ impl OpenApi<'_> {
         node: &Node,
         obj: &Map<String, Value>,
         old: Option<&Map<String, Value>>,
-        name: &str,
+        name: &mut String,
     ) {
         let size = obj.len() as i64;
         if let Some(c) = &node.checks {
@@ -509,7 +510,11 @@ impl OpenApi<'_> {
                 for (k, x) in obj {
                     if node.property(k).is_none() {
                         let o = old.filter(|_| correlatable).and_then(|o| o.get(k));
-                        self.validate(ap, x, o, &format!("{name}.{k}"));
+                        let base = name.len();
+                        name.push('.');
+                        name.push_str(k);
+                        self.validate(ap, x, o, name);
+                        name.truncate(base);
                     }
                 }
             }
@@ -518,7 +523,13 @@ impl OpenApi<'_> {
         for (p, id) in node.properties.iter() {
             if let Some(x) = obj.get(&**p) {
                 let o = old.filter(|_| correlatable).and_then(|o| o.get(&**p));
-                self.validate(*id, x, o, &prop_name(name, p));
+                let base = name.len();
+                if base > 0 {
+                    name.push('.');
+                }
+                name.push_str(p);
+                self.validate(*id, x, o, name);
+                name.truncate(base);
             }
         }
         for r in node.required.iter() {
@@ -621,7 +632,7 @@ impl Structural {
             base,
             errors: Vec::new(),
         };
-        o.validate(id, obj, old, "");
+        o.validate(id, obj, old, &mut String::with_capacity(64));
         o.errors
     }
 
@@ -644,7 +655,7 @@ impl Structural {
             Value::Array(items) => {
                 match node.list_type {
                     ListType::Set => {
-                        for i in non_unique(items.iter()) {
+                        for i in non_unique(items.iter(), |a, b| a == b, Value::to_string) {
                             errors.push(FieldError::duplicate(
                                 &index(path, i),
                                 BadValue::Json(items[i].clone()),
@@ -722,12 +733,26 @@ impl Structural {
 
 /// `validateListSet`: the index of the second occurrence of every repeated value. Values are
 /// compared as Go compares unstructured values: `1` and `1.0` differ, objects by content.
-fn non_unique<'a>(items: impl Iterator<Item = &'a Value>) -> Vec<usize> {
-    let mut seen: HashMap<String, u32> = HashMap::new();
+/// Short lists are compared pairwise without allocating; long ones through their JSON text.
+fn non_unique<'a>(
+    items: impl Iterator<Item = &'a Value>,
+    eq: impl Fn(&Value, &Value) -> bool,
+    text: impl Fn(&Value) -> String,
+) -> Vec<usize> {
+    let items: Vec<&Value> = items.collect();
     let mut out = Vec::new();
-    for (i, x) in items.enumerate() {
-        let k = x.to_string();
-        let n = seen.entry(k).or_insert(0);
+    if items.len() <= 32 {
+        for i in 1..items.len() {
+            let earlier = (0..i).filter(|j| eq(items[*j], items[i])).count();
+            if earlier == 1 {
+                out.push(i);
+            }
+        }
+        return out;
+    }
+    let mut seen: HashMap<String, u32> = HashMap::new();
+    for (i, x) in items.iter().enumerate() {
+        let n = seen.entry(text(x)).or_insert(0);
         *n += 1;
         if *n == 2 {
             out.push(i);
@@ -751,24 +776,23 @@ fn validate_list_map(node: &Node, items: &[Value], path: &str, errors: &mut Vec<
     if items.len() <= 1 {
         return;
     }
-    let keys: Vec<Value> = items
-        .iter()
-        .map(|x| {
-            let mut k = Map::new();
-            if let Some(obj) = x.as_object() {
-                for f in node.list_map_keys.iter() {
-                    if let Some(v) = obj.get(&**f) {
-                        k.insert(f.to_string(), v.clone());
-                    }
+    let keys = &node.list_map_keys;
+    let key_of = |x: &Value| -> Value {
+        let mut k = Map::new();
+        if let Some(obj) = x.as_object() {
+            for f in keys.iter() {
+                if let Some(v) = obj.get(&**f) {
+                    k.insert(f.to_string(), v.clone());
                 }
             }
-            Value::Object(k)
-        })
-        .collect();
-    for i in non_unique(keys.iter()) {
+        }
+        Value::Object(k)
+    };
+    let same_keys = |a: &Value, b: &Value| keys.iter().all(|f| a.get(&**f) == b.get(&**f));
+    for i in non_unique(items.iter(), same_keys, |x| key_of(x).to_string()) {
         errors.push(FieldError::duplicate(
             &index(path, i),
-            BadValue::Json(keys[i].clone()),
+            BadValue::Json(key_of(&items[i])),
         ));
     }
 }
@@ -1149,6 +1173,29 @@ mod tests {
                 json!([{"a": "x", "b": 1}, {"a": "x", "b": 2}, {"a": "x", "b": 1}])
             ),
             ["spec.x[2]: Duplicate value: map[string]interface {}{\"a\":\"x\", \"b\":1}"]
+        );
+    }
+
+    #[test]
+    fn long_lists_find_duplicates_too() {
+        let set =
+            json!({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}});
+        let many: Vec<Value> = (0..40).map(|i| json!(format!("v{}", i % 39))).collect();
+        assert_eq!(
+            one(set, json!(many)),
+            ["spec.x[39]: Duplicate value: \"v0\""]
+        );
+        let map = json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "properties": {"name": {"type": "string"}}}});
+        let many: Vec<Value> = (0..40)
+            .map(|i| json!({"name": format!("n{}", i % 38)}))
+            .collect();
+        assert_eq!(
+            one(map, json!(many)),
+            [
+                "spec.x[38]: Duplicate value: map[string]interface {}{\"name\":\"n0\"}",
+                "spec.x[39]: Duplicate value: map[string]interface {}{\"name\":\"n1\"}"
+            ]
         );
     }
 
