@@ -15,6 +15,8 @@
 //! With a status subresource, an apply to the main resource ignores `.status` and an apply to
 //! `/status` only touches `.status`.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
 use super::error::{ApplyError, Conflict};
@@ -74,7 +76,7 @@ pub fn apply(
         }
     }
 
-    let config = restrict_to_target(applied_map, &req.target);
+    let config = restrict_to_target(applied, &req.target);
     let config_set = typed::to_field_set(shape, &config, true).map_err(|errs| {
         ApplyError::Failed(format!(
             "failed to create typed patch object ({}): {}",
@@ -83,24 +85,23 @@ pub fn apply(
         ))
     })?;
 
-    let mut live_obj = match live {
-        Some(l) => l.clone(),
-        None => json!({"apiVersion": req.target.api_version, "kind": req.kind}),
+    let created;
+    let live_obj: &Value = match live {
+        Some(l) => l,
+        None => {
+            created = json!({"apiVersion": req.target.api_version, "kind": req.kind});
+            &created
+        }
     };
-    let mut managers = match live {
-        Some(l) => Managed::from_object(l)
-            .map_err(|e| ApplyError::Failed(format!("failed to decode managed fields: {e}")))?,
-        None => Managed::default(),
-    };
-    if let Some(meta) = managed::metadata_mut(&mut live_obj) {
-        meta.remove("managedFields");
-    }
+    // Only the managedFields list is copied; merging and comparing leave it out of the object.
+    let mut managers = Managed::from_object(live_obj)
+        .map_err(|e| ApplyError::Failed(format!("failed to decode managed fields: {e}")))?;
     if managers.is_empty() && live.is_some() {
         let empty = json!({"apiVersion": req.target.api_version, "kind": req.kind});
         managers = managed::update_managed(
             managers,
             &empty,
-            &live_obj,
+            live_obj,
             BEFORE_FIRST_APPLY,
             shape,
             &req.target,
@@ -108,37 +109,34 @@ pub fn apply(
         );
     }
 
+    // Only kubectl may retry (see below), so only then keep copies for a second attempt.
+    let retry = (req.manager == "kubectl").then(|| (config_set.clone(), managers.clone()));
     let outcome = match apply_core(
-        &live_obj,
-        &config,
-        config_set.clone(),
-        managers.clone(),
-        shape,
-        req,
-        req.force,
+        live_obj, &config, config_set, managers, shape, req, req.force,
     ) {
-        Err(ApplyError::Conflicts(conflicts)) if req.manager == "kubectl" => {
+        Err(ApplyError::Conflicts(conflicts)) if retry.is_some() => {
             // kubectl moving from client-side to server-side apply may take over fields that still
             // have the value of its last client-side configuration.
-            match allowed_from_last_applied(&live_obj, shape) {
-                Some(allowed) => {
+            match (allowed_from_last_applied(live_obj, shape), retry) {
+                (Some(allowed), Some((config_set, managers))) => {
                     let remaining: Vec<Conflict> = conflicts
                         .iter()
                         .filter(|c| !allowed.contains(&c.field))
                         .cloned()
                         .collect();
                     if remaining.is_empty() {
-                        apply_core(&live_obj, &config, config_set, managers, shape, req, true)
+                        apply_core(live_obj, &config, config_set, managers, shape, req, true)
                     } else {
                         Err(ApplyError::Conflicts(remaining))
                     }
                 }
-                None => Err(ApplyError::Conflicts(conflicts)),
+                _ => Err(ApplyError::Conflicts(conflicts)),
             }
         }
         other => other,
     };
-    let (mut object, managers) = outcome?;
+    let (merged, managers) = outcome?;
+    let mut object = merged.unwrap_or_else(|| live_obj.clone());
     if req.manager == "kubectl" {
         sync_last_applied(&mut object, applied_map);
     }
@@ -146,7 +144,8 @@ pub fn apply(
     Ok(object)
 }
 
-/// The apply itself on an object without managedFields; returns the new object and managers.
+/// The apply itself (the live object's managedFields are ignored); returns the new object (`None`:
+/// unchanged) and managers.
 fn apply_core(
     live: &Value,
     config: &Value,
@@ -155,72 +154,73 @@ fn apply_core(
     shape: &TypeShape,
     req: &ApplyRequest,
     force: bool,
-) -> Result<(Value, Managed), ApplyError> {
-    let me = ManagedEntry {
-        manager: req.manager.to_string(),
-        operation: Operation::Apply,
-        api_version: req.target.api_version.to_string(),
-        time: None,
-        subresource: req.target.subresource.unwrap_or("").to_string(),
-        fields: config_set,
-    };
-    let previous = managers.get(&me).cloned();
-    managers.entries.retain(|e| !e.same_manager(&me));
-    managers.entries.push(ManagedEntry {
-        time: previous.as_ref().and_then(|p| p.time.clone()),
-        ..me.clone()
-    });
+) -> Result<(Option<Value>, Managed), ApplyError> {
+    let mut me = ManagedEntry::new(
+        req.manager,
+        Operation::Apply,
+        req.target.api_version,
+        req.target.subresource.unwrap_or(""),
+        None,
+        config_set,
+    );
+    let previous = managers
+        .entries
+        .iter()
+        .position(|e| e.same_manager(&me))
+        .map(|i| managers.entries.remove(i));
+    me.time = previous.as_ref().and_then(|p| p.time.clone());
 
     let mut merged = typed::merge(shape, live, config);
-    if let Some(prev) = previous.as_ref().filter(|p| !p.fields.is_empty()) {
-        let owned = managers.union();
-        typed::prune(shape, &mut merged, &prev.fields, &owned);
+    if let Some(prev) = previous.as_ref().filter(|p| !p.fields().is_empty()) {
+        let mut owned: Vec<&FieldSet> = managers.entries.iter().map(|e| e.fields()).collect();
+        owned.push(me.fields());
+        typed::prune(shape, &mut merged, prev.fields(), &owned);
     }
 
-    let comparison = req.target.filter(typed::compare(shape, live, &merged));
-    let changed = comparison.added.union(&comparison.modified);
-    let mut conflicts = Vec::new();
-    let mut others: Vec<&mut ManagedEntry> = managers
-        .entries
-        .iter_mut()
-        .filter(|e| !e.same_manager(&me))
-        .collect();
-    others.sort_by(|a, b| {
-        (&a.manager, a.operation, &a.api_version, &a.subresource).cmp(&(
-            &b.manager,
-            b.operation,
-            &b.api_version,
-            &b.subresource,
-        ))
-    });
-    for other in others {
-        let clash = other.fields.intersection(&changed);
-        if !clash.is_empty() {
-            for path in clash.paths() {
-                conflicts.push(Conflict {
-                    manager: other.display_name(),
-                    field: path.to_string(),
-                });
+    // Conflicts and removals only concern other managers: without any, there is nothing to compare.
+    if !managers.entries.is_empty() {
+        let comparison = req.target.filter(typed::compare(shape, live, &merged));
+        let changed = comparison.added.union(&comparison.modified);
+        let mut conflicts = Vec::new();
+        let mut others: Vec<&mut ManagedEntry> = managers.entries.iter_mut().collect();
+        others.sort_by(|a, b| {
+            (&a.manager, a.operation, &a.api_version, &a.subresource).cmp(&(
+                &b.manager,
+                b.operation,
+                &b.api_version,
+                &b.subresource,
+            ))
+        });
+        for other in others {
+            let clash = other.fields().intersection(&changed);
+            if !clash.is_empty() {
+                for path in clash.paths() {
+                    conflicts.push(Conflict {
+                        manager: other.display_name(),
+                        field: path.to_string(),
+                    });
+                }
+                other.give_up(&clash);
             }
-            other.fields = other.fields.difference(&clash);
+            other.give_up(&comparison.removed);
         }
-        other.fields = other.fields.difference(&comparison.removed);
-    }
-    if !conflicts.is_empty() && !force {
-        return Err(ApplyError::Conflicts(conflicts));
+        if !conflicts.is_empty() && !force {
+            return Err(ApplyError::Conflicts(conflicts));
+        }
     }
 
-    let object_changed = merged != *live;
-    for e in managers.entries.iter_mut().filter(|e| e.same_manager(&me)) {
-        e.fields = managed::strip_meta(&e.fields);
-        if object_changed {
-            e.time = Some(req.now.to_string());
-        }
+    let object_changed = !typed::same_content(&merged, live);
+    managed::strip_meta_in_place(&mut me);
+    if let Some(prev) = previous {
+        me.inherit_encoding(prev);
     }
+    if object_changed {
+        me.time = Some(req.now.to_string());
+    }
+    managers.entries.push(me);
     managers.drop_empty();
     managers.cap_updates();
-    let object = if object_changed { merged } else { live.clone() };
-    Ok((object, managers))
+    Ok((object_changed.then_some(merged), managers))
 }
 
 /// The configuration must be of the kind and version served at the URL.
@@ -241,7 +241,10 @@ fn check_type(applied: &Map<String, Value>, req: &ApplyRequest) -> Result<(), Ap
 
 /// Drops what this target does not own: `.status` on the main resource of a type with a status
 /// subresource, everything but `.status` (and the identity) on `/status`.
-fn restrict_to_target(applied: &Map<String, Value>, target: &Target) -> Value {
+fn restrict_to_target<'a>(applied_value: &'a Value, target: &Target) -> Cow<'a, Value> {
+    let Value::Object(applied) = applied_value else {
+        return Cow::Borrowed(applied_value);
+    };
     match target.subresource {
         Some("status") => {
             let mut only = Map::new();
@@ -263,14 +266,14 @@ fn restrict_to_target(applied: &Map<String, Value>, target: &Target) -> Value {
             if let Some(status) = applied.get("status") {
                 only.insert("status".into(), status.clone());
             }
-            Value::Object(only)
+            Cow::Owned(Value::Object(only))
         }
         None if target.status_subresource => {
             let mut config = applied.clone();
             config.remove("status");
-            Value::Object(config)
+            Cow::Owned(Value::Object(config))
         }
-        _ => Value::Object(applied.clone()),
+        _ => Cow::Borrowed(applied_value),
     }
 }
 

@@ -174,6 +174,21 @@ impl FieldSet {
         self.members.binary_search(pe).is_ok()
     }
 
+    /// Whether the field `name` is a member at this level (without building a path element).
+    pub(crate) fn has_field_member(&self, name: &str) -> bool {
+        self.members
+            .binary_search_by(|p| cmp_field(p, name))
+            .is_ok()
+    }
+
+    /// The child set below the field `name`, if any (without building a path element).
+    pub(crate) fn field_child(&self, name: &str) -> Option<&FieldSet> {
+        self.children
+            .binary_search_by(|(p, _)| cmp_field(p, name))
+            .ok()
+            .map(|i| &self.children[i].1)
+    }
+
     /// The child set below `pe`, if any.
     pub fn child(&self, pe: &PathElement) -> Option<&FieldSet> {
         self.children
@@ -234,22 +249,29 @@ impl FieldSet {
         mut members: Vec<PathElement>,
         mut children: Vec<(PathElement, FieldSet)>,
     ) -> Self {
-        members.sort();
-        members.dedup();
+        // Parts usually arrive sorted and unique (map keys iterate in order); only fix what is not.
+        if !members.is_sorted() {
+            members.sort();
+        }
+        if members.windows(2).any(|w| w[0] == w[1]) {
+            members.dedup();
+        }
         children.retain(|(_, c)| !c.is_empty());
-        children.sort_by(|a, b| a.0.cmp(&b.0));
-        // Merge children that share a path element (duplicated list items).
-        let mut merged: Vec<(PathElement, FieldSet)> = Vec::with_capacity(children.len());
-        for (pe, set) in children {
-            match merged.last_mut() {
-                Some((last, existing)) if *last == pe => *existing = existing.union(&set),
-                _ => merged.push((pe, set)),
+        if !children.is_sorted_by(|a, b| a.0 <= b.0) {
+            children.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        if children.windows(2).any(|w| w[0].0 == w[1].0) {
+            // Merge children that share a path element (duplicated list items).
+            let mut merged: Vec<(PathElement, FieldSet)> = Vec::with_capacity(children.len());
+            for (pe, set) in children {
+                match merged.last_mut() {
+                    Some((last, existing)) if *last == pe => *existing = existing.union(&set),
+                    _ => merged.push((pe, set)),
+                }
             }
+            children = merged;
         }
-        FieldSet {
-            members,
-            children: merged,
-        }
+        FieldSet { members, children }
     }
 
     /// Every path in `self` or `other`.
@@ -335,6 +357,25 @@ impl FieldSet {
             })
             .collect();
         FieldSet { members, children }
+    }
+
+    /// Removes the paths of `other` in place, with [`difference`](Self::difference)'s rules; returns
+    /// whether anything was removed.
+    pub fn subtract(&mut self, other: &FieldSet) -> bool {
+        if other.is_empty() || self.is_empty() {
+            return false;
+        }
+        let before = self.members.len();
+        self.members.retain(|m| !other.has_member(m));
+        let mut changed = self.members.len() != before;
+        self.children.retain_mut(|(pe, c)| match other.child(pe) {
+            Some(oc) => {
+                changed |= c.subtract(oc);
+                !c.is_empty()
+            }
+            None => true,
+        });
+        changed
     }
 
     /// Like [`difference`](Self::difference), but a member of `other` also removes everything below
@@ -480,6 +521,15 @@ impl FieldSet {
             }
         }
         Ok(FieldSet::from_parts(members, children))
+    }
+}
+
+/// Orders a path element against `PathElement::Field(name)`.
+fn cmp_field(p: &PathElement, name: &str) -> Ordering {
+    match p {
+        PathElement::Field(f) => f.as_str().cmp(name),
+        // Field names sort before every other kind of element.
+        _ => Ordering::Greater,
     }
 }
 

@@ -7,6 +7,8 @@
 //! subresource), and at most ten `Update` entries are kept: the oldest are folded into
 //! `ancient-changes`.
 
+use std::sync::OnceLock;
+
 use serde_json::{Map, Value, json};
 
 use super::fieldpath::{FieldSet, PathElement};
@@ -44,11 +46,58 @@ pub struct ManagedEntry {
     pub time: Option<String>,
     /// The subresource written (`status`), or empty for the main resource.
     pub subresource: String,
-    /// The owned fields.
-    pub fields: FieldSet,
+    fields: FieldSet,
+    /// The `fieldsV1` this entry was decoded from, while `fields` still equals it: unchanged entries
+    /// are written back as they were, without encoding them again (as kube-apiserver does).
+    encoded: Option<Value>,
 }
 
 impl ManagedEntry {
+    /// An entry owning `fields`.
+    pub fn new(
+        manager: impl Into<String>,
+        operation: Operation,
+        api_version: impl Into<String>,
+        subresource: impl Into<String>,
+        time: Option<String>,
+        fields: FieldSet,
+    ) -> ManagedEntry {
+        ManagedEntry {
+            manager: manager.into(),
+            operation,
+            api_version: api_version.into(),
+            time,
+            subresource: subresource.into(),
+            fields,
+            encoded: None,
+        }
+    }
+
+    /// The owned fields.
+    pub fn fields(&self) -> &FieldSet {
+        &self.fields
+    }
+
+    /// Replaces the owned fields.
+    pub fn set_fields(&mut self, fields: FieldSet) {
+        self.fields = fields;
+        self.encoded = None;
+    }
+
+    /// Takes over `previous`'s encoded `fieldsV1` if it owns the same fields.
+    pub(crate) fn inherit_encoding(&mut self, previous: ManagedEntry) {
+        if self.encoded.is_none() && previous.fields == self.fields {
+            self.encoded = previous.encoded;
+        }
+    }
+
+    /// Gives up the fields of `other`.
+    pub(crate) fn give_up(&mut self, other: &FieldSet) {
+        if self.fields.subtract(other) {
+            self.encoded = None;
+        }
+    }
+
     /// Whether `self` and `other` are the same manager in kube-apiserver's sense.
     pub fn same_manager(&self, other: &ManagedEntry) -> bool {
         self.manager == other.manager
@@ -70,51 +119,66 @@ impl ManagedEntry {
         s
     }
 
-    fn to_json(&self) -> Value {
+    fn into_json(self) -> Value {
         let mut m = Map::new();
-        m.insert("apiVersion".into(), json!(self.api_version));
+        m.insert("apiVersion".into(), Value::String(self.api_version));
         m.insert("fieldsType".into(), json!("FieldsV1"));
-        m.insert("fieldsV1".into(), self.fields.to_fields_v1());
+        let fields_v1 = match self.encoded {
+            Some(v) => v,
+            None => self.fields.to_fields_v1(),
+        };
+        m.insert("fieldsV1".into(), fields_v1);
         if !self.manager.is_empty() {
-            m.insert("manager".into(), json!(self.manager));
+            m.insert("manager".into(), Value::String(self.manager));
         }
         m.insert("operation".into(), json!(self.operation.as_str()));
         if !self.subresource.is_empty() {
-            m.insert("subresource".into(), json!(self.subresource));
+            m.insert("subresource".into(), Value::String(self.subresource));
         }
-        if let Some(t) = &self.time {
-            m.insert("time".into(), json!(t));
+        if let Some(t) = self.time {
+            m.insert("time".into(), Value::String(t));
         }
         Value::Object(m)
     }
 
-    fn from_json(v: &Value) -> Result<ManagedEntry, String> {
-        let Value::Object(m) = v else {
+    fn from_json(v: Value) -> Result<ManagedEntry, String> {
+        let Value::Object(mut m) = v else {
             return Err("managedFields entries must be objects".into());
         };
-        let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let mut s = |k: &str| match m.remove(k) {
+            Some(Value::String(s)) => s,
+            _ => String::new(),
+        };
+        let manager = s("manager");
+        let api_version = s("apiVersion");
+        let subresource = s("subresource");
+        let fields_type = s("fieldsType");
         let operation = match s("operation").as_str() {
             "Apply" => Operation::Apply,
             "Update" => Operation::Update,
             other => return Err(format!("unknown operation {other:?}")),
         };
-        let fields_type = s("fieldsType");
         if fields_type != "FieldsV1" {
             return Err(format!(
                 "error decoding versioned set: unknown fieldsType {fields_type}"
             ));
         }
-        let fields = match m.get("fieldsV1") {
-            None | Some(Value::Null) => FieldSet::new(),
-            Some(f) => FieldSet::from_fields_v1(f)?,
+        let time = match m.remove("time") {
+            Some(Value::String(t)) => Some(t),
+            _ => None,
+        };
+        let (fields, encoded) = match m.remove("fieldsV1") {
+            None | Some(Value::Null) => (FieldSet::new(), None),
+            Some(f) => (FieldSet::from_fields_v1(&f)?, Some(f)),
         };
         Ok(ManagedEntry {
-            manager: s("manager"),
+            manager,
             operation,
-            api_version: s("apiVersion"),
-            time: m.get("time").and_then(Value::as_str).map(str::to_string),
-            subresource: s("subresource"),
+            api_version,
+            time,
+            subresource,
             fields,
+            encoded,
         })
     }
 }
@@ -135,33 +199,53 @@ pub(crate) const BEFORE_FIRST_APPLY: &str = "before-first-apply";
 
 /// Paths no manager owns: identity and server-maintained metadata (kube-apiserver's strip set).
 pub(crate) fn strip_meta(set: &FieldSet) -> FieldSet {
-    let f = |s: &str| PathElement::Field(s.to_string());
-    let mut strip = FieldSet::new();
-    strip.insert(&[f("apiVersion")]);
-    strip.insert(&[f("kind")]);
-    strip.insert(&[f("metadata")]);
-    for name in [
-        "name",
-        "namespace",
-        "creationTimestamp",
-        "selfLink",
-        "uid",
-        "clusterName",
-        "generation",
-        "managedFields",
-        "resourceVersion",
-    ] {
-        strip.insert(&[f("metadata"), f(name)]);
-    }
-    set.difference(&strip)
+    set.difference(strip_set())
+}
+
+/// [`strip_meta`] on an entry, in place.
+pub(crate) fn strip_meta_in_place(entry: &mut ManagedEntry) {
+    entry.give_up(strip_set());
+}
+
+fn strip_set() -> &'static FieldSet {
+    static STRIP: OnceLock<FieldSet> = OnceLock::new();
+    STRIP.get_or_init(|| {
+        let f = |s: &str| PathElement::Field(s.to_string());
+        let mut strip = FieldSet::new();
+        strip.insert(&[f("apiVersion")]);
+        strip.insert(&[f("kind")]);
+        strip.insert(&[f("metadata")]);
+        for name in [
+            "name",
+            "namespace",
+            "creationTimestamp",
+            "selfLink",
+            "uid",
+            "clusterName",
+            "generation",
+            "managedFields",
+            "resourceVersion",
+        ] {
+            strip.insert(&[f("metadata"), f(name)]);
+        }
+        strip
+    })
 }
 
 impl Managed {
     /// Decodes `metadata.managedFields` of an object (absent or null: no managers).
     pub fn from_object(obj: &Value) -> Result<Managed, String> {
         match obj.pointer("/metadata/managedFields") {
-            None | Some(Value::Null) => Ok(Managed::default()),
-            Some(Value::Array(items)) => {
+            None => Ok(Managed::default()),
+            Some(v) => Managed::from_value(v.clone()),
+        }
+    }
+
+    /// Decodes a `managedFields` list (null: no managers), keeping each entry's `fieldsV1`.
+    pub fn from_value(v: Value) -> Result<Managed, String> {
+        match v {
+            Value::Null => Ok(Managed::default()),
+            Value::Array(items) => {
                 let mut managed = Managed::default();
                 for item in items {
                     let entry = ManagedEntry::from_json(item)?;
@@ -171,7 +255,7 @@ impl Managed {
                 }
                 Ok(managed)
             }
-            Some(_) => Err("metadata.managedFields must be a list".into()),
+            _ => Err("metadata.managedFields must be a list".into()),
         }
     }
 
@@ -187,13 +271,6 @@ impl Managed {
 
     fn position(&self, who: &ManagedEntry) -> Option<usize> {
         self.entries.iter().position(|e| e.same_manager(who))
-    }
-
-    /// The union of every manager's fields.
-    pub(crate) fn union(&self) -> FieldSet {
-        self.entries
-            .iter()
-            .fold(FieldSet::new(), |acc, e| acc.union(&e.fields))
     }
 
     /// Removes managers that own nothing.
@@ -220,7 +297,12 @@ impl Managed {
         } else {
             meta.insert(
                 "managedFields".into(),
-                Value::Array(self.entries.iter().map(ManagedEntry::to_json).collect()),
+                Value::Array(
+                    self.entries
+                        .into_iter()
+                        .map(ManagedEntry::into_json)
+                        .collect(),
+                ),
             );
         }
     }
@@ -254,7 +336,8 @@ impl Managed {
                     let b = &mut self.entries[bucket];
                     b.manager = ANCIENT_CHANGES.to_string();
                     b.subresource = String::new();
-                    b.fields = b.fields.union(&folded.fields);
+                    let union = b.fields.union(&folded.fields);
+                    b.set_fields(union);
                     b.time = folded.time;
                     removed[i] = true;
                     count -= 1;
@@ -391,10 +474,13 @@ pub fn record_update(
             {
                 Managed::default()
             }
-            Some(_) => match Managed::from_object(new) {
-                Ok(m) if !m.is_empty() => m,
-                _ => live_managed(),
-            },
+            Some(_) => {
+                let given = metadata_mut(new).and_then(|m| m.remove("managedFields"));
+                match Managed::from_value(given.unwrap_or(Value::Null)) {
+                    Ok(m) if !m.is_empty() => m,
+                    _ => live_managed(),
+                }
+            }
         }
     };
     if let Some(meta) = metadata_mut(new) {
@@ -408,7 +494,7 @@ pub fn record_update(
     managed.write_to(new);
 }
 
-/// The Update bookkeeping on decoded managers; `old`/`new` without managedFields.
+/// The Update bookkeeping on decoded managers (`metadata.managedFields` of `old`/`new` is ignored).
 pub(crate) fn update_managed(
     mut managed: Managed,
     old: &Value,
@@ -418,33 +504,31 @@ pub(crate) fn update_managed(
     target: &Target,
     now: &str,
 ) -> Managed {
-    let mut old_clean = old.clone();
-    if let Some(meta) = metadata_mut(&mut old_clean) {
-        meta.remove("managedFields");
-    }
-    let compare = target.filter(typed::compare(shape, &old_clean, new));
+    let compare = target.filter(typed::compare(shape, old, new));
     let changed = compare.added.union(&compare.modified);
     for e in &mut managed.entries {
         // Everyone (the writer's own earlier entry included) loses what was removed; others lose what
         // the writer changed, which the writer takes over below.
-        e.fields = e.fields.difference(&changed).difference(&compare.removed);
+        e.give_up(&changed);
+        e.give_up(&compare.removed);
     }
     let taken = strip_meta(&changed);
-    let me = ManagedEntry {
-        manager: manager.to_string(),
-        operation: Operation::Update,
-        api_version: target.api_version.to_string(),
-        time: Some(now.to_string()),
-        subresource: target.subresource_name(),
-        fields: FieldSet::new(),
-    };
+    let me = ManagedEntry::new(
+        manager,
+        Operation::Update,
+        target.api_version,
+        target.subresource_name(),
+        Some(now.to_string()),
+        FieldSet::new(),
+    );
     match managed.position(&me) {
         Some(i) if !taken.is_empty() => {
             let e = &mut managed.entries[i];
-            e.fields = e.fields.union(&taken);
+            let union = e.fields.union(&taken);
+            e.set_fields(union);
             e.time = Some(now.to_string());
         }
-        // Nothing changed: the writer's entry keeps its time, but it gets back what it owned.
+        // The write changed nothing the writer can own: its entry keeps its time.
         Some(_) => {}
         None if !taken.is_empty() => managed.entries.push(ManagedEntry {
             fields: taken,
@@ -535,11 +619,11 @@ mod tests {
         assert_eq!(m.entries.len(), 2);
         assert_eq!(m.entries[0].manager, "one");
         assert_eq!(
-            m.entries[0].fields.to_fields_v1(),
+            m.entries[0].fields().to_fields_v1(),
             json!({"f:spec": {".": {}, "f:b": {}}})
         );
         assert_eq!(
-            m.entries[1].fields.to_fields_v1(),
+            m.entries[1].fields().to_fields_v1(),
             json!({"f:spec": {"f:a": {}}})
         );
         // Removing b drops it from "one", which then owns only the spec map itself.
@@ -554,7 +638,7 @@ mod tests {
             "2024-01-01T00:00:02Z",
         );
         let m = Managed::from_object(&third).unwrap();
-        assert_eq!(m.entries[0].fields.to_fields_v1(), json!({"f:spec": {}}));
+        assert_eq!(m.entries[0].fields().to_fields_v1(), json!({"f:spec": {}}));
     }
 
     #[test]
@@ -585,7 +669,7 @@ mod tests {
             .find(|e| e.subresource == "status")
             .unwrap();
         assert_eq!(
-            status_entry.fields.to_fields_v1(),
+            status_entry.fields().to_fields_v1(),
             json!({"f:status": {"f:phase": {}}})
         );
     }
@@ -670,14 +754,14 @@ mod tests {
 
     #[test]
     fn display_names_match_conflict_messages() {
-        let e = ManagedEntry {
-            manager: "kubectl".into(),
-            operation: Operation::Update,
-            api_version: "v1".into(),
-            time: None,
-            subresource: String::new(),
-            fields: FieldSet::new(),
-        };
+        let e = ManagedEntry::new(
+            "kubectl",
+            Operation::Update,
+            "v1",
+            "",
+            None,
+            FieldSet::new(),
+        );
         assert_eq!(e.display_name(), r#""kubectl" using v1"#);
         let a = ManagedEntry {
             operation: Operation::Apply,

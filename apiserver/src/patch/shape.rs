@@ -57,10 +57,15 @@ pub(crate) struct Field {
     pub default: Option<Value>,
 }
 
+/// The order of [`MapNode::fields`]: by length first, so most lookups decide without comparing bytes.
+fn field_order(a: &str, b: &str) -> std::cmp::Ordering {
+    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+}
+
 /// A map (struct or string-keyed map) type.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct MapNode {
-    /// Declared fields, sorted by name.
+    /// Declared fields, sorted by [`field_order`].
     pub fields: Vec<(String, Field)>,
     /// The type of undeclared keys (`additionalProperties`), if any.
     pub elem: Option<NodeId>,
@@ -75,7 +80,7 @@ impl MapNode {
     /// The declared field `name`.
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields
-            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .binary_search_by(|(n, _)| field_order(n, name))
             .ok()
             .map(|i| &self.fields[i].1)
     }
@@ -443,7 +448,7 @@ impl Builder {
                 },
             ));
         }
-        fields.sort_by(|a, b| a.0.cmp(&b.0));
+        fields.sort_by(|a, b| field_order(&a.0, &b.0));
         let elem = match s.get("additionalProperties") {
             Some(Value::Bool(true)) => Some(UNTYPED),
             Some(ap @ Value::Object(_)) => Some(self.build(ap, defs, &Ext::default())),
@@ -473,7 +478,7 @@ impl Builder {
             Node::Map(mut m) => {
                 match m
                     .fields
-                    .binary_search_by(|(n, _)| n.as_str().cmp("metadata"))
+                    .binary_search_by(|(n, _)| field_order(n, "metadata"))
                 {
                     Ok(i) => m.fields[i].1 = field,
                     Err(i) => m.fields.insert(i, ("metadata".to_string(), field)),

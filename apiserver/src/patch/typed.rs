@@ -138,9 +138,9 @@ enum Walked {
 /// and so are declared fields whose value is null or an empty map. With `strict`, values the shape
 /// does not allow are errors (`.spec.foo: field not declared in schema`); otherwise they are taken as
 /// untyped leaves, so stored objects never fail bookkeeping.
-pub(crate) fn to_field_set(
-    shape: &TypeShape,
-    value: &Value,
+pub(crate) fn to_field_set<'a>(
+    shape: &'a TypeShape,
+    value: &'a Value,
     strict: bool,
 ) -> Result<FieldSet, Vec<String>> {
     let mut w = SetWalker {
@@ -164,12 +164,27 @@ struct SetWalker<'a> {
     shape: &'a TypeShape,
     strict: bool,
     errors: Vec<String>,
-    path: Vec<PathElement>,
+    /// Where the walk is, for error messages: field names borrowed, list items as path elements.
+    path: Vec<Step<'a>>,
 }
 
-impl SetWalker<'_> {
+enum Step<'a> {
+    Field(&'a str),
+    Item(PathElement),
+}
+
+impl<'a> SetWalker<'a> {
     fn error(&mut self, msg: String) {
-        let path = FieldPath(self.path.clone()).to_string();
+        let path = FieldPath(
+            self.path
+                .iter()
+                .map(|s| match s {
+                    Step::Field(f) => PathElement::Field(f.to_string()),
+                    Step::Item(pe) => pe.clone(),
+                })
+                .collect(),
+        )
+        .to_string();
         self.errors.push(if path.is_empty() {
             msg
         } else {
@@ -177,7 +192,7 @@ impl SetWalker<'_> {
         });
     }
 
-    fn walk(&mut self, node: NodeId, v: &Value) -> Walked {
+    fn walk(&mut self, node: NodeId, v: &'a Value) -> Walked {
         match self.shape.node(node) {
             Node::Scalar => {
                 if self.strict && matches!(v, Value::Object(_) | Value::Array(_)) {
@@ -222,7 +237,7 @@ impl SetWalker<'_> {
         }
     }
 
-    fn walk_map(&mut self, m: Option<&MapNode>, o: &Map<String, Value>) -> Walked {
+    fn walk_map(&mut self, m: Option<&MapNode>, o: &'a Map<String, Value>) -> Walked {
         let mut members = Vec::new();
         let mut children = Vec::new();
         for (k, cv) in o {
@@ -232,7 +247,7 @@ impl SetWalker<'_> {
                     Some(c) => c,
                     None => {
                         if self.strict {
-                            self.path.push(PathElement::Field(k.clone()));
+                            self.path.push(Step::Field(k));
                             self.error("field not declared in schema".into());
                             self.path.pop();
                             continue;
@@ -242,7 +257,7 @@ impl SetWalker<'_> {
                 },
             };
             let pe = PathElement::Field(k.clone());
-            self.path.push(pe.clone());
+            self.path.push(Step::Field(k));
             let walked = self.walk(child, cv);
             self.path.pop();
             match walked {
@@ -258,7 +273,7 @@ impl SetWalker<'_> {
         Walked::Inner(FieldSet::from_parts(members, children))
     }
 
-    fn walk_list(&mut self, l: &ListNode, items: &[Value]) -> Walked {
+    fn walk_list(&mut self, l: &ListNode, items: &'a [Value]) -> Walked {
         let mut members = Vec::with_capacity(items.len());
         let mut children = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
@@ -277,7 +292,7 @@ impl SetWalker<'_> {
                 self.error(format!("duplicate entries for key {pe}"));
                 continue;
             }
-            self.path.push(pe.clone());
+            self.path.push(Step::Item(pe.clone()));
             let walked = self.walk(l.elem, item);
             self.path.pop();
             members.push(pe.clone());
@@ -342,7 +357,16 @@ struct CmpParts {
 }
 
 impl CmpParts {
-    fn add(&mut self, pe: PathElement, mark: Mark, sub: Comparison) {
+    /// Records a child's result; `pe` is only built when there is something to record.
+    fn add(&mut self, pe: impl FnOnce() -> PathElement, mark: Mark, sub: Comparison) {
+        if mark == Mark::None
+            && sub.added.is_empty()
+            && sub.modified.is_empty()
+            && sub.removed.is_empty()
+        {
+            return;
+        }
+        let pe = pe();
         match mark {
             Mark::Added => self.members[0].push(pe.clone()),
             Mark::Modified => self.members[1].push(pe.clone()),
@@ -374,9 +398,18 @@ impl CmpParts {
 ///
 /// Leaves (scalars, atomic values, and containers empty or null on both sides) are added, removed or
 /// modified as a whole; containers are compared item by item, and a container that appears or
-/// disappears is itself added or removed, as structured-merge-diff does.
+/// disappears is itself added or removed, as structured-merge-diff does. `metadata.managedFields`
+/// is left out: it is bookkeeping, not content.
 pub(crate) fn compare(shape: &TypeShape, lhs: &Value, rhs: &Value) -> Comparison {
-    compare_node(shape, shape.root(), Some(lhs), Some(rhs)).1
+    compare_node(shape, shape.root(), Some(lhs), Some(rhs), Level::Root).1
+}
+
+/// Where a comparison is, to leave out `metadata.managedFields` without copying objects.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Root,
+    RootMetadata,
+    Below,
 }
 
 fn as_map_like(v: Option<&Value>) -> Option<Option<&Map<String, Value>>> {
@@ -417,6 +450,7 @@ fn compare_node(
     node: NodeId,
     l: Option<&Value>,
     r: Option<&Value>,
+    level: Level,
 ) -> (Mark, Comparison) {
     if let (Some(a), Some(b)) = (l, r)
         && a == b
@@ -427,7 +461,7 @@ fn compare_node(
         Node::Scalar => (leaf_mark(l, r), Comparison::default()),
         Node::Untyped => match (as_map_like(l), as_map_like(r)) {
             (Some(lm), Some(rm)) if lm.is_some() || rm.is_some() => {
-                compare_maps(shape, None, l, r, lm, rm)
+                compare_maps(shape, None, l, r, lm, rm, level)
             }
             _ => (leaf_mark(l, r), Comparison::default()),
         },
@@ -439,7 +473,7 @@ fn compare_node(
             if m.atomic || (empty(lm) && empty(rm)) {
                 return (leaf_mark(l, r), Comparison::default());
             }
-            compare_maps(shape, Some(m), l, r, lm, rm)
+            compare_maps(shape, Some(m), l, r, lm, rm, level)
         }
         Node::List(list) => {
             let (Some(li), Some(ri)) = (as_list_like(l), as_list_like(r)) else {
@@ -462,13 +496,14 @@ fn compare_node(
                     continue; // duplicate: the first occurrence stands for the item
                 }
                 let rv = r_index.get(pe).map(|j| &ri[j]);
-                let (mark, sub) = compare_node(shape, list.elem, Some(&li[i]), rv);
-                parts.add(pe.clone(), mark, sub);
+                let (mark, sub) = compare_node(shape, list.elem, Some(&li[i]), rv, Level::Below);
+                parts.add(|| pe.clone(), mark, sub);
             }
             for (j, pe) in rp.iter().enumerate() {
                 if l_index.get(pe).is_none() && r_index.get(pe) == Some(j) {
-                    let (mark, sub) = compare_node(shape, list.elem, None, Some(&ri[j]));
-                    parts.add(pe.clone(), mark, sub);
+                    let (mark, sub) =
+                        compare_node(shape, list.elem, None, Some(&ri[j]), Level::Below);
+                    parts.add(|| pe.clone(), mark, sub);
                 }
             }
             (container_mark(l, r), parts.finish())
@@ -483,23 +518,32 @@ fn compare_maps(
     r: Option<&Value>,
     lm: Option<&Map<String, Value>>,
     rm: Option<&Map<String, Value>>,
+    level: Level,
 ) -> (Mark, Comparison) {
     let mut parts = CmpParts::default();
     let child_of = |k: &str| {
         m.and_then(|m| m.child(k))
             .map_or(TypeShape::untyped_id(), |(n, _)| n)
     };
+    let child_level = |k: &str| match level {
+        Level::Root if k == "metadata" => Level::RootMetadata,
+        _ => Level::Below,
+    };
+    let skipped = |k: &str| level == Level::RootMetadata && k == "managedFields";
     for (k, lv) in lm.into_iter().flatten() {
-        let rv = rm.and_then(|rm| rm.get(k));
-        let (mark, sub) = compare_node(shape, child_of(k), Some(lv), rv);
-        parts.add(PathElement::Field(k.clone()), mark, sub);
-    }
-    for (k, rv) in rm.into_iter().flatten() {
-        if lm.is_some_and(|lm| lm.contains_key(k)) {
+        if skipped(k) {
             continue;
         }
-        let (mark, sub) = compare_node(shape, child_of(k), None, Some(rv));
-        parts.add(PathElement::Field(k.clone()), mark, sub);
+        let rv = rm.and_then(|rm| rm.get(k));
+        let (mark, sub) = compare_node(shape, child_of(k), Some(lv), rv, child_level(k));
+        parts.add(|| PathElement::Field(k.clone()), mark, sub);
+    }
+    for (k, rv) in rm.into_iter().flatten() {
+        if skipped(k) || lm.is_some_and(|lm| lm.contains_key(k)) {
+            continue;
+        }
+        let (mark, sub) = compare_node(shape, child_of(k), None, Some(rv), child_level(k));
+        parts.add(|| PathElement::Field(k.clone()), mark, sub);
     }
     (container_mark(l, r), parts.finish())
 }
@@ -512,8 +556,59 @@ fn compare_maps(
 /// applied value winning): scalars and atomic values are replaced, granular maps merge key by key,
 /// sets and map-keyed lists merge item by item keeping the live order of items the configuration does
 /// not mention and the configuration's order for the rest.
+///
+/// `metadata.managedFields` of `lhs` is not carried over: it is rewritten after every apply.
 pub(crate) fn merge(shape: &TypeShape, lhs: &Value, rhs: &Value) -> Value {
-    merge_node(shape, shape.root(), Some(lhs), rhs)
+    let (Node::Map(root), Value::Object(lm), Value::Object(rm)) =
+        (shape.node(shape.root()), lhs, rhs)
+    else {
+        return merge_node(shape, shape.root(), Some(lhs), rhs);
+    };
+    let mut out = Map::new();
+    for (k, lv) in lm {
+        let child = root.child(k).map_or(TypeShape::untyped_id(), |(n, _)| n);
+        let merged = match (k.as_str(), lv, shape.node(child)) {
+            ("metadata", Value::Object(lmeta), Node::Map(meta)) => {
+                let empty = Map::new();
+                let rmeta = rm.get(k).and_then(Value::as_object).unwrap_or(&empty);
+                merge_maps(shape, Some(meta), lmeta, rmeta, Some("managedFields"))
+            }
+            _ => match rm.get(k) {
+                Some(rv) => merge_node(shape, child, Some(lv), rv),
+                None => lv.clone(),
+            },
+        };
+        out.insert(k.clone(), merged);
+    }
+    for (k, rv) in rm {
+        if !lm.contains_key(k) {
+            out.insert(k.clone(), rv.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// Whether two objects are equal apart from `metadata.managedFields`.
+pub(crate) fn same_content(a: &Value, b: &Value) -> bool {
+    let (Value::Object(am), Value::Object(bm)) = (a, b) else {
+        return a == b;
+    };
+    let relevant = |m: &Map<String, Value>, skip: &str| m.len() - usize::from(m.contains_key(skip));
+    if am.len() != bm.len()
+        || am
+            .iter()
+            .any(|(k, v)| k != "metadata" && bm.get(k) != Some(v))
+    {
+        return false;
+    }
+    match (am.get("metadata"), bm.get("metadata")) {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            relevant(x, "managedFields") == relevant(y, "managedFields")
+                && x.iter()
+                    .all(|(k, v)| k == "managedFields" || y.get(k) == Some(v))
+        }
+        (x, y) => x == y,
+    }
 }
 
 fn merge_node(shape: &TypeShape, node: NodeId, l: Option<&Value>, r: &Value) -> Value {
@@ -521,7 +616,7 @@ fn merge_node(shape: &TypeShape, node: NodeId, l: Option<&Value>, r: &Value) -> 
     match shape.node(node) {
         Node::Scalar => r.clone(),
         Node::Untyped => match (l, r) {
-            (Value::Object(lm), Value::Object(rm)) => merge_maps(shape, None, lm, rm),
+            (Value::Object(lm), Value::Object(rm)) => merge_maps(shape, None, lm, rm, None),
             _ => r.clone(),
         },
         Node::Map(m) => {
@@ -533,7 +628,7 @@ fn merge_node(shape: &TypeShape, node: NodeId, l: Option<&Value>, r: &Value) -> 
             };
             match (lm, rm) {
                 (Some(lm), Some(rm)) if !lm.is_empty() || !rm.is_empty() => {
-                    merge_maps(shape, Some(m), lm, rm)
+                    merge_maps(shape, Some(m), lm, rm, None)
                 }
                 // A null configuration does not clear a non-empty live map.
                 (Some(lm), None) if !lm.is_empty() => l.clone(),
@@ -569,14 +664,29 @@ fn merge_maps(
     m: Option<&MapNode>,
     lm: &Map<String, Value>,
     rm: &Map<String, Value>,
+    skip: Option<&str>,
 ) -> Value {
-    let mut out = lm.clone();
-    for (k, rv) in rm {
-        let child = m
-            .and_then(|m| m.child(k))
-            .map_or(TypeShape::untyped_id(), |(n, _)| n);
-        let merged = merge_node(shape, child, lm.get(k), rv);
+    // Each subtree is copied once: live-only entries as they are, the others through the merge.
+    let mut out = Map::new();
+    for (k, lv) in lm {
+        if skip == Some(k.as_str()) {
+            continue;
+        }
+        let merged = match rm.get(k) {
+            Some(rv) => {
+                let child = m
+                    .and_then(|m| m.child(k))
+                    .map_or(TypeShape::untyped_id(), |(n, _)| n);
+                merge_node(shape, child, Some(lv), rv)
+            }
+            None => lv.clone(),
+        };
         out.insert(k.clone(), merged);
+    }
+    for (k, rv) in rm {
+        if !lm.contains_key(k) {
+            out.insert(k.clone(), rv.clone());
+        }
     }
     Value::Object(out)
 }
@@ -673,12 +783,17 @@ fn merge_list_items(
 /// set including the new applied one — or it sits below such an unowned item that was itself part of
 /// the previous configuration. Declared fields count as owned when anything below them is, as
 /// `EnsureNamedFieldsAreMembers` makes them.
-pub(crate) fn prune(shape: &TypeShape, value: &mut Value, last: &FieldSet, owned: &FieldSet) {
-    prune_node(shape, shape.root(), value, last, Some(owned), false, false);
+pub(crate) fn prune(shape: &TypeShape, value: &mut Value, last: &FieldSet, owned: &[&FieldSet]) {
+    prune_node(shape, shape.root(), value, last, owned, false, false);
 }
 
-fn in_set(set: Option<&FieldSet>, pe: &PathElement, named: bool) -> bool {
-    set.is_some_and(|s| s.has_member(pe) || (named && s.child(pe).is_some()))
+/// Whether any of the sets owns the element (a declared field counts when anything below it does).
+fn owned_by_any(
+    owned: &[&FieldSet],
+    member: impl Fn(&FieldSet) -> bool,
+    child: impl Fn(&FieldSet) -> bool,
+) -> bool {
+    owned.iter().any(|s| member(s) || child(s))
 }
 
 fn prune_node(
@@ -686,7 +801,7 @@ fn prune_node(
     node: NodeId,
     value: &mut Value,
     last: &FieldSet,
-    owned: Option<&FieldSet>,
+    owned: &[&FieldSet],
     under_last: bool,
     ancestor_removed: bool,
 ) {
@@ -704,19 +819,24 @@ fn prune_node(
             let mut keep = Vec::with_capacity(items.len());
             for (mut item, pe) in std::mem::take(items).into_iter().zip(pes) {
                 let in_last = last.has_member(&pe);
-                let removed =
-                    ancestor_removed || ((under_last || in_last) && !in_set(owned, &pe, false));
+                let last_child = last.child(&pe);
+                if !in_last && last_child.is_none() {
+                    keep.push(item);
+                    continue;
+                }
+                let in_owned = owned_by_any(owned, |s| s.has_member(&pe), |_| false);
+                let removed = ancestor_removed || ((under_last || in_last) && !in_owned);
                 if in_last && removed {
                     continue;
                 }
-                if let Some(lc) = last.child(&pe) {
-                    let oc = owned.and_then(|o| o.child(&pe));
+                if let Some(lc) = last_child {
+                    let oc: Vec<&FieldSet> = owned.iter().filter_map(|o| o.child(&pe)).collect();
                     prune_node(
                         shape,
                         l.elem,
                         &mut item,
                         lc,
-                        oc,
+                        &oc,
                         under_last || in_last,
                         removed,
                     );
@@ -734,25 +854,35 @@ fn prune_map(
     m: Option<&MapNode>,
     o: &mut Map<String, Value>,
     last: &FieldSet,
-    owned: Option<&FieldSet>,
+    owned: &[&FieldSet],
     under_last: bool,
     ancestor_removed: bool,
 ) {
     let mut remove = Vec::new();
     for (k, cv) in o.iter_mut() {
-        let pe = PathElement::Field(k.clone());
+        let last_member = last.has_field_member(k);
+        let last_child = last.field_child(k);
+        // Nothing below a key the last configuration did not mention can be pruned.
+        if !last_member && last_child.is_none() {
+            continue;
+        }
         let (child, named) = m
             .and_then(|m| m.child(k))
             .unwrap_or((TypeShape::untyped_id(), false));
-        let in_last = in_set(Some(last), &pe, named);
-        let removed = ancestor_removed || ((under_last || in_last) && !in_set(owned, &pe, named));
+        let in_last = last_member || (named && last_child.is_some());
+        let in_owned = owned_by_any(
+            owned,
+            |s| s.has_field_member(k),
+            |s| named && s.field_child(k).is_some(),
+        );
+        let removed = ancestor_removed || ((under_last || in_last) && !in_owned);
         if in_last && removed {
             remove.push(k.clone());
             continue;
         }
-        if let Some(lc) = last.child(&pe) {
-            let oc = owned.and_then(|o| o.child(&pe));
-            prune_node(shape, child, cv, lc, oc, under_last || in_last, removed);
+        if let Some(lc) = last_child {
+            let oc: Vec<&FieldSet> = owned.iter().filter_map(|o| o.field_child(k)).collect();
+            prune_node(shape, child, cv, lc, &oc, under_last || in_last, removed);
         }
     }
     for k in remove {
@@ -894,7 +1024,7 @@ mod tests {
         // The applier now only sets labels.a, spec.replicas and tag t1; someone else owns spec.image.
         let owned = fs(json!({"f:metadata": {"f:labels": {"f:a": {}}},
                               "f:spec": {"f:replicas": {}, "f:image": {}, "f:tags": {"v:\"t1\"": {}}}}));
-        prune(&shape, &mut obj, &last, &owned);
+        prune(&shape, &mut obj, &last, &[&owned]);
         assert_eq!(
             obj,
             json!({"metadata": {"labels": {"a": "1", "c": "3"}},
@@ -910,7 +1040,7 @@ mod tests {
             json!({"f:metadata": {"f:name": {}, "f:labels": {"f:a": {}}}, "f:spec": {"f:replicas": {}}}),
         );
         let owned = fs(json!({"f:metadata": {"f:name": {}}, "f:spec": {"f:replicas": {}}}));
-        prune(&shape, &mut obj, &last, &owned);
+        prune(&shape, &mut obj, &last, &[&owned]);
         // labels was part of the last configuration and nobody owns anything in it now.
         assert_eq!(
             obj,
