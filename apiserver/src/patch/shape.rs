@@ -465,34 +465,38 @@ impl Builder {
         }))
     }
 
-    /// Replaces the root's `metadata` by `ObjectMeta`.
+    /// Makes the root an object with `apiVersion`, `kind` and `ObjectMeta` `metadata`, as
+    /// kube-apiserver's schema for custom resources has them whether the CRD declares them or not.
     fn with_object_meta(&mut self, root: NodeId) -> NodeId {
         let (schema, defs) = object_meta_schema();
         let meta = self.build(schema, defs, &Ext::default());
-        let field = Field {
-            node: meta,
+        let plain = |node| Field {
+            node,
             smp: Smp::default(),
             default: None,
         };
-        match self.nodes[root.0 as usize].clone() {
-            Node::Map(mut m) => {
-                match m
-                    .fields
-                    .binary_search_by(|(n, _)| field_order(n, "metadata"))
-                {
-                    Ok(i) => m.fields[i].1 = field,
-                    Err(i) => m.fields.insert(i, ("metadata".to_string(), field)),
-                }
-                self.push(Node::Map(m))
-            }
+        let mut m = match self.nodes[root.0 as usize].clone() {
+            Node::Map(m) => m,
             // An untyped root still gets typed metadata: the rest stays open.
-            _ => self.push(Node::Map(MapNode {
-                fields: vec![("metadata".to_string(), field)],
+            _ => MapNode {
+                fields: Vec::new(),
                 elem: None,
                 atomic: false,
                 open: true,
-            })),
+            },
+        };
+        for (name, field, replace) in [
+            ("metadata", plain(meta), true),
+            ("apiVersion", plain(SCALAR), false),
+            ("kind", plain(SCALAR), false),
+        ] {
+            match m.fields.binary_search_by(|(n, _)| field_order(n, name)) {
+                Ok(i) if replace => m.fields[i].1 = field,
+                Ok(_) => {}
+                Err(i) => m.fields.insert(i, (name.to_string(), field)),
+            }
         }
+        self.push(Node::Map(m))
     }
 }
 

@@ -506,3 +506,72 @@ fn kubectl_server_side_apply_of_a_deployment_records_fields_like_kube() {
         })
     );
 }
+
+/// The manifests the framework generates (`manifests/`), applied as `kubectl apply --server-side`
+/// would: CRDs and ClusterRoles fit their built-in shapes, and a custom object fits its CRD's shape.
+#[test]
+fn generated_manifests_apply_server_side() {
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests");
+    let mut files = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("manifests directory is readable") {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "yaml") {
+                files.push(path);
+            }
+        }
+    }
+    let crd_shape = TypeShape::of::<CustomResourceDefinition>();
+    let role_shape = TypeShape::of::<ClusterRole>();
+    let mut crds = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("manifest is readable");
+        let doc: Value = serde_yaml::from_str(&text).expect("manifest is YAML");
+        let (shape, api_version) = match doc["kind"].as_str() {
+            Some("CustomResourceDefinition") => (&crd_shape, "apiextensions.k8s.io/v1"),
+            Some("ClusterRole") => (&role_shape, "rbac.authorization.k8s.io/v1"),
+            _ => continue,
+        };
+        let target = Target {
+            api_version,
+            subresource: None,
+            status_subresource: true,
+        };
+        let kind = doc["kind"].as_str().unwrap_or_default();
+        let obj = apply(None, &doc, shape, &req("kubectl", false, kind, target, T0))
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert!(entry(&obj, "kubectl", "Apply").is_some());
+        if kind != "CustomResourceDefinition" {
+            continue;
+        }
+        crds += 1;
+        // A custom object of the CRD's first version applies against the CRD's schema.
+        let version = &doc["spec"]["versions"][0];
+        let cr_shape = TypeShape::from_crd_schema(&version["schema"]["openAPIV3Schema"]);
+        let group = doc["spec"]["group"].as_str().unwrap_or_default();
+        let cr_version = format!("{group}/{}", version["name"].as_str().unwrap_or_default());
+        let cr_kind = doc["spec"]["names"]["kind"].as_str().unwrap_or_default();
+        let cr = json!({"apiVersion": cr_version, "kind": cr_kind, "metadata": {"name": "x", "namespace": "default",
+                        "labels": {"a": "b"}, "finalizers": ["f"]}});
+        let cr_target = Target {
+            api_version: &cr_version,
+            subresource: None,
+            status_subresource: true,
+        };
+        let obj = apply(
+            None,
+            &cr,
+            &cr_shape,
+            &req("runtime", true, cr_kind, cr_target, T0),
+        )
+        .unwrap();
+        assert_eq!(obj["metadata"]["finalizers"], json!(["f"]));
+    }
+    assert!(crds > 0, "the repository has generated CRDs");
+}
