@@ -280,7 +280,7 @@ impl<'a> ClusterApi<'a> {
                 None,
             )?;
             self.validate(info, &obj, None, None)?;
-            crate::managed::on_create(&mut obj, manager);
+            crate::managed::on_create(info, &mut obj, manager);
             let stored = self.finish_value(info, obj);
             let key = self.key(info, ns, &name);
             if self.dry_run {
@@ -445,7 +445,7 @@ impl<'a> ClusterApi<'a> {
             Some(&old),
         )?;
         self.validate(info, &obj, Some(&old), sub)?;
-        crate::managed::on_update(&mut obj, &old, manager, sub);
+        crate::managed::on_update(info, &mut obj, &old, manager, sub);
         metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(cur.rv.to_string()));
         if same_ignoring_managed_fields(&obj, &old) {
             return Ok(cur.clone());

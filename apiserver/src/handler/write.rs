@@ -237,9 +237,11 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
                 &body,
                 manager.as_deref().unwrap_or_default(),
                 force,
+                None,
             )?;
             crate::meta::set_meta(&mut obj, "name", Some(json!(name)));
-            match a.create_with(&cx.info, ns, obj, manager.as_deref()) {
+            // The apply recorded its managedFields entry; the create must not add an Update one.
+            match a.create_with(&cx.info, ns, obj, None) {
                 Ok(o) => return Ok(object_response(cx, 201, &o)),
                 Err(e) if e.code == 409 && e.reason == "AlreadyExists" => continue,
                 Err(e) => return Err(e),
@@ -258,6 +260,7 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
                 &body,
                 manager.as_deref().unwrap_or_default(),
                 force,
+                sub,
             )?
         } else {
             crate::patching::patch(fmt, &cx.info, &current, &body)?
@@ -271,7 +274,13 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         if new.pointer("/metadata/resourceVersion").is_none() {
             crate::meta::set_meta(&mut new, "resourceVersion", Some(json!(cur_rv)));
         }
-        match a.update_with_manager(&cx.info, ns, name, new, sub, manager.as_deref()) {
+        // An apply recorded its managedFields entry itself; other patches are recorded as updates.
+        let record_as = if fmt == BodyFormat::ApplyPatch {
+            None
+        } else {
+            manager.as_deref()
+        };
+        match a.update_with_manager(&cx.info, ns, name, new, sub, record_as) {
             Err(e) if e.code == 409 && e.reason == "Conflict" && !patch_set_rv => continue,
             Err(e) => return Err(e),
             Ok(o) => return Ok(object_response(cx, 200, &o)),

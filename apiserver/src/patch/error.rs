@@ -127,7 +127,7 @@ impl ApplyError {
         match self {
             ApplyError::Conflicts(conflicts) => Some(json!({
                 "causes": conflicts.iter().map(|c| json!({
-                    "type": "FieldManagerConflict",
+                    "reason": "FieldManagerConflict",
                     "message": format!("conflict with {}", c.manager),
                     "field": c.field,
                 })).collect::<Vec<_>>()
@@ -196,7 +196,7 @@ mod tests {
         assert_eq!(one.code(), 409);
         assert_eq!(
             one.details().unwrap(),
-            json!({"causes": [{"type": "FieldManagerConflict", "message": "conflict with \"kubectl\" using v1", "field": ".spec.replicas"}]})
+            json!({"causes": [{"reason": "FieldManagerConflict", "message": "conflict with \"kubectl\" using v1", "field": ".spec.replicas"}]})
         );
         let two = ApplyError::Conflicts(vec![
             Conflict {

@@ -136,7 +136,7 @@ fn ssa_removes_an_omitted_field_and_refuses_a_conflicting_manager() {
     );
     assert_eq!(
         err.details().unwrap(),
-        json!({"causes": [{"type": "FieldManagerConflict", "message": "conflict with \"alice\"", "field": ".spec.replicas"}]})
+        json!({"causes": [{"reason": "FieldManagerConflict", "message": "conflict with \"alice\"", "field": ".spec.replicas"}]})
     );
 
     // Forced, bob takes the field over; alice no longer owns anything.

@@ -1,5 +1,6 @@
 //! Behaviour of the embedded API server as `kube::Client` sees it.
 
+mod apply;
 mod common;
 mod crd;
 mod crud;
