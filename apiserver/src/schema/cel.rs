@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kube_cel::KubeCelExt;
+use kube_cel::cel::context::VariableResolver;
 use kube_cel::cel::objects::{Key, Map as CelMap, OptionalValue};
 use kube_cel::cel::{Context, Program, Value as CelValue};
 use serde_json::Value;
@@ -465,6 +466,23 @@ fn restricted_metadata(v: &Value) -> CelValue {
     CelValue::Map(CelMap { map: Arc::new(map) })
 }
 
+/// `self` and `oldSelf`. A resolver hands out (cheap, `Arc`-backed) clones of the converted
+/// values; adding them as context variables would deep-copy them on every rule.
+struct Vars {
+    self_val: CelValue,
+    old_self: Option<CelValue>,
+}
+
+impl VariableResolver for Vars {
+    fn resolve(&self, variable: &str) -> Option<CelValue> {
+        match variable {
+            "self" => Some(self.self_val.clone()),
+            "oldSelf" => self.old_self.clone(),
+            _ => None,
+        }
+    }
+}
+
 /// `ruleErrorString`: the message if there is one, else the rule.
 fn rule_error_string(r: &CelRule) -> &str {
     if r.message.is_empty() {
@@ -503,17 +521,18 @@ pub(crate) fn eval_node(
                 // Transition rules run only when there is an old value to compare with.
                 continue;
             }
-            let mut ctx = base.new_inner_scope();
-            ctx.add_variable_from_value("self", self_val.clone());
-            if r.optional_old_self {
+            let old_self = if r.optional_old_self {
                 let opt = match &old_val {
                     Some(o) => OptionalValue::of(o.clone()),
                     None => OptionalValue::none(),
                 };
-                ctx.add_variable_from_value("oldSelf", CelValue::Opaque(Arc::new(opt)));
-            } else if let Some(o) = &old_val {
-                ctx.add_variable_from_value("oldSelf", o.clone());
-            }
+                Some(CelValue::Opaque(Arc::new(opt)))
+            } else {
+                old_val.clone()
+            };
+            let vars = Vars { self_val: self_val.clone(), old_self };
+            let mut ctx = base.new_inner_scope();
+            ctx.set_variable_resolver(&vars);
             let err = match r.program.execute(&ctx) {
                 Ok(CelValue::Bool(true)) => continue,
                 Ok(CelValue::Bool(false)) => None,

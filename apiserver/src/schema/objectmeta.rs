@@ -456,10 +456,15 @@ pub(crate) fn validate_embedded(
             if !node.embedded_below {
                 return;
             }
+            let relevant = |c: NodeId| s.node(c).embedded || s.node(c).embedded_below;
             for (k, x) in obj {
                 if let Some(c) = node.property(k) {
-                    validate_embedded(s, c, x, &child(path, k), errs);
-                } else if let Additional::Schema(c) = node.additional {
+                    if relevant(c) {
+                        validate_embedded(s, c, x, &child(path, k), errs);
+                    }
+                } else if let Additional::Schema(c) = node.additional
+                    && relevant(c)
+                {
                     validate_embedded(s, c, x, &key(path, k), errs);
                 }
             }

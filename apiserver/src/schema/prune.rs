@@ -122,16 +122,16 @@ impl Structural {
                     if resource && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
                         continue;
                     }
-                    let p = child(path, k);
-                    if let Some(c) = node.property(k) {
-                        self.prune_at(c, x, &p, false, drop_invalid, unknown)?;
-                    } else if let Additional::Schema(c) = node.additional {
-                        self.prune_at(c, x, &p, false, drop_invalid, unknown)?;
+                    if let Some(c) = node.field(k) {
+                        // Scalars have nothing to prune; only containers need their path.
+                        if x.is_object() || x.is_array() {
+                            self.prune_at(c, x, &child(path, k), false, drop_invalid, unknown)?;
+                        }
                     } else if matches!(node.additional, Additional::Bool(true)) || preserve {
                         // Allowed as is (preserve-unknown-fields keeps unspecified fields).
                     } else {
                         removed.push(k.clone());
-                        unknown.push(p);
+                        unknown.push(child(path, k));
                     }
                 }
                 for k in removed {
@@ -144,7 +144,9 @@ impl Structural {
                 }
                 if let Some(item) = node.items {
                     for (i, x) in items.iter_mut().enumerate() {
-                        self.prune_at(item, x, &index(path, i), false, drop_invalid, unknown)?;
+                        if x.is_object() || x.is_array() {
+                            self.prune_at(item, x, &index(path, i), false, drop_invalid, unknown)?;
+                        }
                     }
                 } else if !node.preserve_unknown {
                     // An array without an item schema: prune(v, nil) empties every object in it.

@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use serde_json::{Map, Value};
 
 use super::builtin::{BuiltinResource, builtin_by_kind, builtin_schema};
-use super::errors::{FieldError, invalid_status};
+use super::errors::{BadValue, FieldError, invalid_status};
 use super::objectmeta::{NameRule, validate_object_meta, validate_type_meta};
 use super::prune::{FieldValidation, strict_error_message, unknown_field_warning};
 use super::structural::{SchemaError, Structural};
@@ -218,6 +218,23 @@ impl ResourceSchema {
                 rule,
                 "metadata",
             ));
+            // ValidateObjectMetaAccessorUpdate: identity fields cannot change.
+            if let Some(old_meta) = old
+                .and_then(|o| o.get("metadata"))
+                .and_then(Value::as_object)
+            {
+                for f in ["name", "namespace", "uid"] {
+                    let new_v = meta.get(f).and_then(Value::as_str).unwrap_or("");
+                    let old_v = old_meta.get(f).and_then(Value::as_str).unwrap_or("");
+                    if new_v != old_v {
+                        errs.push(FieldError::invalid(
+                            &format!("metadata.{f}"),
+                            BadValue::str(new_v),
+                            "field is immutable",
+                        ));
+                    }
+                }
+            }
         }
         errs.extend(self.structural.validate(obj, old));
         errs
@@ -297,6 +314,22 @@ mod tests {
             "{errs:?}"
         );
         assert_eq!(errs[1], "spec.version: Required value");
+    }
+
+    #[test]
+    fn identity_fields_are_immutable() {
+        let r = widgets();
+        let old = json!({"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default", "uid": "1"}, "spec": {"version": "v1"}});
+        let mut new = old.clone();
+        new["metadata"]["uid"] = json!("2");
+        assert_eq!(
+            r.validate(&new, Some(&old))
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            ["metadata.uid: Invalid value: \"2\": field is immutable"]
+        );
+        assert!(r.validate(&old, Some(&old)).is_empty());
     }
 
     #[test]

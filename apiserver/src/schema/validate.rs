@@ -644,10 +644,15 @@ impl Structural {
         }
         match v {
             Value::Object(obj) => {
+                // Paths are built only for children that have list types below them.
                 for (k, x) in obj {
                     if let Some(c) = node.property(k) {
-                        self.validate_lists(c, x, &child(path, k), errors);
-                    } else if let Additional::Schema(c) = node.additional {
+                        if self.node(c).lists_below {
+                            self.validate_lists(c, x, &child(path, k), errors);
+                        }
+                    } else if let Additional::Schema(c) = node.additional
+                        && self.node(c).lists_below
+                    {
                         self.validate_lists(c, x, &key(path, k), errors);
                     }
                 }
@@ -665,7 +670,9 @@ impl Structural {
                     ListType::Map => validate_list_map(node, items, path, errors),
                     ListType::Atomic => {}
                 }
-                if let Some(item) = node.items {
+                if let Some(item) = node.items
+                    && self.node(item).lists_below
+                {
                     for (i, x) in items.iter().enumerate() {
                         self.validate_lists(item, x, &index(path, i), errors);
                     }
@@ -697,6 +704,9 @@ impl Structural {
                 let old_obj = old.and_then(Value::as_object).filter(|_| !node.map_atomic);
                 for (k, x) in obj {
                     let o = old_obj.and_then(|o| o.get(k));
+                    if !node.field(k).is_some_and(|c| self.node(c).rules_below) {
+                        continue;
+                    }
                     if let Some(c) = node.property(k) {
                         self.validate_cel(c, x, o, &child(path, k), self.node(c).embedded, errors);
                     } else if let Additional::Schema(c) = node.additional {
@@ -705,7 +715,9 @@ impl Structural {
                 }
             }
             Value::Array(items) => {
-                if let Some(item) = node.items {
+                if let Some(item) = node.items
+                    && self.node(item).rules_below
+                {
                     let old_items = old.and_then(Value::as_array);
                     for (i, x) in items.iter().enumerate() {
                         // Only list-type map items correlate for CEL (`makeMapList`).
