@@ -4,6 +4,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::apply::ApplySet;
+use crate::events::ObjectEvents;
 use crate::provider::{ServiceProvider, WorkloadCluster};
 use crate::provider_config::ProviderConfigResource;
 
@@ -49,6 +51,43 @@ impl Identity {
             Some(cluster) => format!("{cluster}_{}", self.namespace),
             None => self.namespace.clone(),
         }
+    }
+
+    /// The identity whose [`access_namespace`](Self::access_namespace) is `access_namespace`:
+    /// `<cluster>_<namespace>` is a kcp identity, anything else a standard one.
+    pub fn from_access_namespace(access_namespace: &str, name: &str) -> Self {
+        match access_namespace.split_once('_') {
+            Some((cluster, namespace)) => Identity {
+                cluster: Some(cluster.to_owned()),
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            },
+            None => Identity {
+                cluster: None,
+                namespace: access_namespace.to_owned(),
+                name: name.to_owned(),
+            },
+        }
+    }
+
+    /// A standard-mode identity.
+    pub fn standard(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Identity {
+            cluster: None,
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// A stable id for naming this tenant's objects in clusters that several tenants share (a
+    /// namespace on a workload cluster): `K8sNameUUID(access_namespace, name)`, a lower-case UUID.
+    /// In standard mode it is the ControlPlane's `StableMCPIdentifier`, the `<uuid>` of its
+    /// `mcp--<uuid>` namespace.
+    pub fn stable_id(&self) -> String {
+        let namespace = self.access_namespace();
+        crate::openmcp::naming::k8s_name_uuid(&[&namespace, &self.name])
+            // Only fails when every part is empty, which an object's name never is.
+            .unwrap_or_else(|_| "00000000-0000-8000-8000-000000000000".to_owned())
     }
 
     /// The mode this identity belongs to.
@@ -200,6 +239,8 @@ pub struct Context<P: ServiceProvider> {
     workload: Option<ClusterAccess>,
     platform: kube::Client,
     identity: Identity,
+    events: ObjectEvents,
+    field_manager: Arc<str>,
 }
 
 impl<P: ServiceProvider> Context<P> {
@@ -225,7 +266,22 @@ impl<P: ServiceProvider> Context<P> {
             workload,
             platform,
             identity,
+            events: ObjectEvents::disabled(),
+            field_manager: Arc::from(P::INFO.group),
         })
+    }
+
+    /// Events written by [`events`](Self::events) go to `events`.
+    pub fn with_events(mut self, events: ObjectEvents) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// Server-side applies made through [`apply_set`](Self::apply_set) use `field_manager`
+    /// (the runtime sets the provider name).
+    pub fn with_field_manager(mut self, field_manager: &str) -> Self {
+        self.field_manager = Arc::from(field_manager);
+        self
     }
 
     /// The whole ProviderConfig object.
@@ -270,5 +326,29 @@ impl<P: ServiceProvider> Context<P> {
     /// Standard or kcp.
     pub fn mode(&self) -> Mode {
         self.identity.mode()
+    }
+
+    /// Kubernetes Events about the object being reconciled, e.g.
+    /// `cx.events().normal("Installed", "Velero 1.16 runs").await`.
+    pub fn events(&self) -> &ObjectEvents {
+        &self.events
+    }
+
+    /// The field manager of the provider's server-side applies.
+    pub fn field_manager(&self) -> &str {
+        &self.field_manager
+    }
+
+    /// A set of objects to apply into `cluster` as a whole: objects an earlier apply of the set
+    /// `name` installed and this one omits are deleted. The inventory is the ConfigMap `name` in
+    /// the namespace `default` of that cluster (see [`ApplySet::inventory_namespace`]); make
+    /// `name` unique per tenant when several tenants share the cluster.
+    pub fn apply_set(&self, cluster: &ClusterAccess, name: impl Into<String>) -> ApplySet {
+        ApplySet::new(
+            cluster.client().clone(),
+            name,
+            "default",
+            self.field_manager.to_string(),
+        )
     }
 }

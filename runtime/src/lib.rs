@@ -5,24 +5,37 @@
 //! whose `#[service_provider]` attribute implements [`ServiceProvider`] for their type and whose
 //! `run` drives it. The modules below each own one concept.
 
+pub mod access;
+pub mod apply;
+pub mod cache;
 pub mod cli;
 pub mod context;
+pub mod controller;
 pub mod duration;
 pub mod error;
+pub mod events;
 pub mod fields;
+pub mod init;
 pub mod kcp;
+pub mod logging;
 pub mod manifests;
 pub mod openmcp;
+pub mod ops;
 pub mod outcome;
+pub mod platform;
 pub mod provider;
 pub mod provider_config;
 pub mod rbac;
+pub mod runner;
+pub mod standard;
 pub mod status;
 
-pub use cli::run;
+pub use apply::ApplySet;
+pub use cli::{App, run, run_with_args};
 pub use context::{ClusterAccess, Context, Identity, Mode};
 pub use duration::Duration;
 pub use error::Error;
+pub use events::ObjectEvents;
 pub use fields::JsonFields;
 pub use manifests::{Manifest, manifests};
 pub use outcome::Outcome;

@@ -80,55 +80,64 @@ pub fn rules(info: &ProviderInfo, place: Place, api_export_name: &str) -> Vec<Po
     }
 }
 
-/// Platform cluster: the provider's own ProviderConfig (and its status); ClusterRequests and
-/// AccessRequests for MCP, workload and onboarding access; the kubeconfig Secrets they produce and
-/// the Secrets/ConfigMaps a ProviderConfig refers to; the tenant namespaces `mcp--<uuid>`; leader
-/// election; events; and for `init`, the ServiceProvider status (registering the Service API GVK)
-/// and the ProviderConfig CRD.
+/// Platform cluster: the provider's own ProviderConfig (watched by name; its status says whether
+/// it is valid); ClusterRequests and AccessRequests for MCP, workload and onboarding access
+/// (created, watched, deleted, their finalizer removed by patch; read after a create conflict);
+/// the kubeconfig Secrets they produce (watched metadata-only, read on use) and the
+/// Secrets/ConfigMaps a ProviderConfig refers to; the tenant namespaces `mcp--<uuid>` (created
+/// when missing); leader election Leases (kube-lease-manager creates, reads and patches them);
+/// and for `init`, the ServiceProvider status (registering the Service API GVK) and the
+/// ProviderConfig CRD (server-side applied, read until Established).
 pub fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     vec![
         rule(info.group, &["providerconfigs"], &[GET, LIST, WATCH]),
-        rule(info.group, &["providerconfigs/status"], &[UPDATE, PATCH]),
+        rule(info.group, &["providerconfigs/status"], &[PATCH]),
         rule(
             OPENMCP_CLUSTERS,
             &["clusterrequests", "accessrequests"],
-            &[GET, LIST, WATCH, CREATE, UPDATE, PATCH, DELETE],
+            &[GET, LIST, WATCH, CREATE, PATCH, DELETE],
         ),
         rule(CORE, &["secrets", "configmaps"], &[GET, LIST, WATCH]),
-        rule(CORE, &["namespaces"], &[GET, CREATE]),
-        rule(COORDINATION, &["leases"], &[GET, CREATE, UPDATE]),
-        rule(EVENTS, &["events"], &[CREATE, PATCH]),
+        rule(CORE, &["namespaces"], &[CREATE]),
+        rule(COORDINATION, &["leases"], &[GET, CREATE, PATCH]),
         rule(OPENMCP, &["serviceproviders"], &[GET]),
         rule(OPENMCP, &["serviceproviders/status"], &[PATCH]),
         rule(
             APIEXTENSIONS,
             &["customresourcedefinitions"],
-            &[GET, CREATE, PATCH, UPDATE],
+            &[GET, CREATE, PATCH],
         ),
     ]
 }
 
-/// Onboarding cluster: the Service API objects (the finalizer is added and removed with updates,
-/// the operation annotation removed with a patch) and their status; events on them; leader
-/// election; and for `init`, the Service API CRD. This is also what the runtime asks for in its
-/// onboarding AccessRequest.
-pub fn onboarding_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
+/// Onboarding cluster, as `run` uses it: the Service API objects (watched; the finalizer and the
+/// operation annotation written by patch) and their status (patched), and Events on them. This is
+/// what `run` asks for in its `<group>--onboarding-run` AccessRequest.
+pub fn onboarding_run_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     let status = format!("{}/status", info.plural);
     vec![
-        rule(
-            info.group,
-            &[info.plural],
-            &[GET, LIST, WATCH, UPDATE, PATCH],
-        ),
-        rule(info.group, &[&status], &[UPDATE, PATCH]),
+        rule(info.group, &[info.plural], &[GET, LIST, WATCH, PATCH]),
+        rule(info.group, &[&status], &[PATCH]),
         rule(EVENTS, &["events"], &[CREATE, PATCH]),
-        rule(COORDINATION, &["leases"], &[GET, CREATE, UPDATE]),
-        rule(
-            APIEXTENSIONS,
-            &["customresourcedefinitions"],
-            &[GET, CREATE, PATCH, UPDATE],
-        ),
     ]
+}
+
+/// Onboarding cluster, as `init` uses it: the Service API CRD (server-side applied, read until
+/// Established). This is what `init` asks for in its `<group>--onboarding-init` AccessRequest.
+pub fn onboarding_init_rules(_info: &ProviderInfo) -> Vec<PolicyRule> {
+    vec![rule(
+        APIEXTENSIONS,
+        &["customresourcedefinitions"],
+        &[GET, CREATE, PATCH],
+    )]
+}
+
+/// Onboarding cluster, everything: what `run` and `init` use, for a platform that grants the
+/// provider's onboarding identity with the generated ClusterRole instead of AccessRequests.
+pub fn onboarding_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
+    let mut rules = onboarding_run_rules(info);
+    rules.extend(onboarding_init_rules(info));
+    rules
 }
 
 /// kcp provider workspace: find the export's endpoint slice; provision the content-addressed

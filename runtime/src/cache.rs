@@ -1,0 +1,384 @@
+//! Watch-fed caches: a keyed in-memory copy of a watched collection, and a report of every change
+//! to it, so that reconciles read objects without API calls and triggers fire on real changes.
+//!
+//! kube-runtime's `reflector::Store` keys objects by `ObjectRef` (namespace and name). The caches
+//! here take the key from a function instead, so that kcp objects can be keyed by logical cluster
+//! as well; they also report the old and the new object of every change, which the trigger filters
+//! need (e.g. "only `.status` changed").
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use futures::{Stream, StreamExt};
+use kube::Resource;
+use kube::runtime::watcher;
+use tokio::sync::Notify;
+
+/// A namespaced object's key, e.g. of an AccessRequest or a Secret on the platform cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// Namespace of the object.
+    pub namespace: String,
+    /// Name of the object.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key `namespace/name`.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// The key of a namespaced object; `None` when it has no name or namespace.
+    pub fn of<K: Resource>(object: &K) -> Option<Self> {
+        let meta = object.meta();
+        Some(ObjectKey::new(meta.namespace.clone()?, meta.name.clone()?))
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// A change to a cached object: `old` is what the cache held, `new` what it holds now (`None`
+/// when the object is gone).
+pub struct Change<'a, K> {
+    /// The object before the change.
+    pub old: Option<&'a Arc<K>>,
+    /// The object after the change.
+    pub new: Option<&'a Arc<K>>,
+}
+
+struct Inner<Q, K> {
+    map: RwLock<HashMap<Q, Arc<K>>>,
+    synced: AtomicBool,
+    synced_notify: Notify,
+}
+
+/// A keyed, watch-fed copy of a collection of objects. Cheap to clone.
+pub struct Cache<Q, K> {
+    inner: Arc<Inner<Q, K>>,
+}
+
+impl<Q, K> Clone for Cache<Q, K> {
+    fn clone(&self) -> Self {
+        Cache {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<Q: Eq + Hash + Clone, K> Default for Cache<Q, K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<Q: Eq + Hash + Clone, K> Cache<Q, K> {
+    /// An empty, not yet synced cache.
+    pub fn new() -> Self {
+        Cache {
+            inner: Arc::new(Inner {
+                map: RwLock::new(HashMap::new()),
+                synced: AtomicBool::new(false),
+                synced_notify: Notify::new(),
+            }),
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, HashMap<Q, Arc<K>>> {
+        self.inner.map.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, HashMap<Q, Arc<K>>> {
+        self.inner.map.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The cached object under `key`.
+    pub fn get(&self, key: &Q) -> Option<Arc<K>> {
+        self.read().get(key).cloned()
+    }
+
+    /// Every key.
+    pub fn keys(&self) -> Vec<Q> {
+        self.read().keys().cloned().collect()
+    }
+
+    /// Every object.
+    pub fn values(&self) -> Vec<Arc<K>> {
+        self.read().values().cloned().collect()
+    }
+
+    /// The objects `filter` accepts.
+    pub fn filtered(&self, mut filter: impl FnMut(&K) -> bool) -> Vec<Arc<K>> {
+        self.read()
+            .values()
+            .filter(|k| filter(k))
+            .cloned()
+            .collect()
+    }
+
+    /// How many objects are cached.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    /// Whether the first complete list has arrived.
+    pub fn is_synced(&self) -> bool {
+        self.inner.synced.load(Ordering::Acquire)
+    }
+
+    /// Waits until the first complete list has arrived.
+    pub async fn wait_synced(&self) {
+        loop {
+            let notified = self.inner.synced_notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_synced() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Puts `object` under `key` outside the watch, e.g. the response of one of our own writes,
+    /// which is newer than what the watch delivered so far. The watch overwrites it later.
+    pub fn insert(&self, key: Q, object: Arc<K>) {
+        self.write().insert(key, object);
+    }
+
+    /// Puts `object` under `key` unless the cache already holds a version at least as new, e.g.
+    /// the response of one of our own writes. When the watch later delivers the same version it
+    /// is not reported as a change, so our own writes do not trigger reconciles.
+    pub fn insert_if_newer(&self, key: Q, object: Arc<K>) -> bool
+    where
+        K: Resource,
+    {
+        let mut map = self.write();
+        let newer = match map.get(&key) {
+            None => true,
+            Some(current) => is_newer(
+                object.meta().resource_version.as_deref(),
+                current.meta().resource_version.as_deref(),
+            ),
+        };
+        if newer {
+            map.insert(key, object);
+        }
+        newer
+    }
+
+    /// Removes `key`, e.g. after we deleted the object ourselves.
+    pub fn remove(&self, key: &Q) -> Option<Arc<K>> {
+        self.write().remove(key)
+    }
+
+    fn mark_synced(&self) {
+        if !self.inner.synced.swap(true, Ordering::AcqRel) {
+            self.inner.synced_notify.notify_waiters();
+        }
+    }
+}
+
+/// Feeds `cache` from a watcher stream until the stream ends, calling `on_change` for every
+/// change (after the cache was updated). `key` picks each object's key (`None` skips the
+/// object); `prepare` may trim an object before it is stored (e.g. drop `managedFields`).
+///
+/// A re-list (after a dropped watch or an expired resourceVersion) is applied as a diff: objects
+/// that did not come back are reported as deleted, objects that did not change are not reported.
+pub async fn reflect<K, Q, S>(
+    stream: S,
+    cache: Cache<Q, K>,
+    key: impl Fn(&K) -> Option<Q>,
+    mut prepare: impl FnMut(&mut K),
+    mut on_change: impl FnMut(&Q, Change<'_, K>),
+) where
+    K: Resource + Debug,
+    Q: Eq + Hash + Clone,
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+{
+    let mut stream = std::pin::pin!(stream);
+    let mut relist: Option<HashMap<Q, Arc<K>>> = None;
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(err) => {
+                // The watcher recovers by itself (with the backoff the caller attached); the
+                // cache keeps serving what it has meanwhile.
+                tracing::debug!(error = %err, "watch failed; retrying");
+                continue;
+            }
+        };
+        match event {
+            watcher::Event::Apply(mut object) => {
+                prepare(&mut object);
+                let Some(k) = key(&object) else { continue };
+                let new = Arc::new(object);
+                let old = cache.write().insert(k.clone(), new.clone());
+                if !same_version(old.as_deref(), &new) {
+                    on_change(
+                        &k,
+                        Change {
+                            old: old.as_ref(),
+                            new: Some(&new),
+                        },
+                    );
+                }
+            }
+            watcher::Event::Delete(object) => {
+                let Some(k) = key(&object) else { continue };
+                let old = cache.write().remove(&k);
+                if let Some(old) = old {
+                    on_change(
+                        &k,
+                        Change {
+                            old: Some(&old),
+                            new: None,
+                        },
+                    );
+                }
+            }
+            watcher::Event::Init => relist = Some(HashMap::new()),
+            watcher::Event::InitApply(mut object) => {
+                prepare(&mut object);
+                if let Some(k) = key(&object) {
+                    relist
+                        .get_or_insert_with(HashMap::new)
+                        .insert(k, Arc::new(object));
+                }
+            }
+            watcher::Event::InitDone => {
+                let listed = relist.take().unwrap_or_default();
+                let previous = std::mem::replace(&mut *cache.write(), listed.clone());
+                for (k, new) in &listed {
+                    let old = previous.get(k);
+                    if !same_version(old.map(|o| &**o), new) {
+                        on_change(
+                            k,
+                            Change {
+                                old,
+                                new: Some(new),
+                            },
+                        );
+                    }
+                }
+                for (k, old) in &previous {
+                    if !listed.contains_key(k) {
+                        on_change(
+                            k,
+                            Change {
+                                old: Some(old),
+                                new: None,
+                            },
+                        );
+                    }
+                }
+                cache.mark_synced();
+            }
+        }
+    }
+}
+
+/// Whether resourceVersion `a` is known to be newer than `b`. resourceVersions are opaque to
+/// clients, but every API server the runtime talks to (kube-apiserver on etcd, kcp, the embedded
+/// one) issues increasing integers; anything else is treated as "not known to be newer".
+pub fn is_newer(a: Option<&str>, b: Option<&str>) -> bool {
+    match (
+        a.and_then(|a| a.parse::<u64>().ok()),
+        b.and_then(|b| b.parse::<u64>().ok()),
+    ) {
+        (Some(a), Some(b)) => a > b,
+        _ => false,
+    }
+}
+
+fn same_version<K: Resource>(old: Option<&K>, new: &K) -> bool {
+    match (old, &new.meta().resource_version) {
+        (Some(old), Some(rv)) => old.meta().resource_version.as_deref() == Some(rv.as_str()),
+        _ => false,
+    }
+}
+
+/// Drops `managedFields`, which the runtime never reads and which can double an object's size.
+pub fn strip_managed_fields<K: Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    fn cm(name: &str, rv: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn relist_reports_a_diff() {
+        let events = vec![
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(cm("a", "1"))),
+            Ok(watcher::Event::InitApply(cm("b", "1"))),
+            Ok(watcher::Event::InitDone),
+            Ok(watcher::Event::Apply(cm("a", "2"))),
+            Ok(watcher::Event::Apply(cm("a", "2"))),
+            // The watch dropped; the re-list no longer has b, and a is unchanged.
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(cm("a", "2"))),
+            Ok(watcher::Event::InitApply(cm("c", "5"))),
+            Ok(watcher::Event::InitDone),
+            Ok(watcher::Event::Delete(cm("c", "5"))),
+        ];
+        let cache: Cache<String, ConfigMap> = Cache::new();
+        let mut seen = Vec::new();
+        reflect(
+            futures::stream::iter(events),
+            cache.clone(),
+            |o: &ConfigMap| o.metadata.name.clone(),
+            strip_managed_fields,
+            |k, change| {
+                seen.push(format!(
+                    "{k}:{}->{}",
+                    change
+                        .old
+                        .and_then(|o| o.metadata.resource_version.clone())
+                        .unwrap_or_default(),
+                    change
+                        .new
+                        .and_then(|o| o.metadata.resource_version.clone())
+                        .unwrap_or_default()
+                ))
+            },
+        )
+        .await;
+        seen.sort();
+        assert_eq!(
+            seen,
+            ["a:->1", "a:1->2", "b:->1", "b:1->", "c:->5", "c:5->"]
+        );
+        assert!(cache.is_synced());
+        assert_eq!(cache.keys(), ["a"]);
+    }
+}

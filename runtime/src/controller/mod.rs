@@ -1,0 +1,234 @@
+//! The reconcile core shared by every mode: a work queue keyed by [`Identity`], a pool of
+//! workers that run the reconcile algorithm on it while this replica leads the mode, and the
+//! triggers through which watches put keys into the queue.
+
+pub mod queue;
+pub mod reconciler;
+pub mod source;
+pub mod status;
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{Identity, Mode};
+use crate::ops::metrics::Metrics;
+use crate::platform::Platform;
+use crate::provider::Reconcile;
+
+pub use queue::{BackoffPolicy, Queue, Requeue};
+pub use reconciler::{Options, Reconciler};
+pub use source::Source;
+
+type KeysFn = Arc<dyn Fn() -> Vec<Identity> + Send + Sync>;
+
+struct Target {
+    mode: Mode,
+    queue: Queue<Identity>,
+    keys: KeysFn,
+}
+
+/// Routes triggers to the queue of the mode an [`Identity`] belongs to. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Triggers {
+    targets: Arc<RwLock<Vec<Target>>>,
+}
+
+impl std::fmt::Debug for Triggers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Triggers").finish_non_exhaustive()
+    }
+}
+
+impl Triggers {
+    /// Routes keys of `mode` to `queue`; `keys` lists every object of the mode.
+    pub fn register(
+        &self,
+        mode: Mode,
+        queue: Queue<Identity>,
+        keys: impl Fn() -> Vec<Identity> + Send + Sync + 'static,
+    ) {
+        self.targets
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Target {
+                mode,
+                queue,
+                keys: Arc::new(keys),
+            });
+    }
+
+    /// Reconcile `id` soon.
+    pub fn trigger(&self, id: Identity) {
+        let mode = id.mode();
+        let targets = self.targets.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(target) = targets.iter().find(|t| t.mode == mode) {
+            target.queue.trigger(id);
+        }
+    }
+
+    /// Reconcile every object of every mode soon (the ProviderConfig changed).
+    pub fn trigger_all(&self) {
+        let targets: Vec<(Queue<Identity>, KeysFn)> = self
+            .targets
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|t| (t.queue.clone(), t.keys.clone()))
+            .collect();
+        for (queue, keys) in targets {
+            for id in keys() {
+                queue.trigger(id);
+            }
+        }
+    }
+}
+
+/// Runs one mode: takes keys from its queue and reconciles them, at most `concurrency` at a
+/// time, while this replica leads the mode.
+pub struct Controller<P: Reconcile, S: Source<P>> {
+    reconciler: Arc<Reconciler<P, S>>,
+    platform: Arc<Platform<P>>,
+    queue: Queue<Identity>,
+    metrics: Metrics,
+    concurrency: usize,
+}
+
+impl<P: Reconcile, S: Source<P>> Controller<P, S> {
+    /// A controller for `source`'s objects; registers its queue with the platform's triggers.
+    pub fn new(
+        source: Arc<S>,
+        platform: Arc<Platform<P>>,
+        metrics: Metrics,
+        options: Options,
+        concurrency: usize,
+    ) -> Self {
+        let queue = Queue::new(BackoffPolicy::default());
+        let keys_source = source.clone();
+        platform
+            .triggers()
+            .register(source.mode(), queue.clone(), move || keys_source.keys());
+        Controller {
+            reconciler: Arc::new(Reconciler::new(
+                source,
+                platform.clone(),
+                metrics.clone(),
+                options,
+            )),
+            platform,
+            queue,
+            metrics,
+            concurrency: concurrency.max(1),
+        }
+    }
+
+    /// The mode's queue (sources trigger keys on it).
+    pub fn queue(&self) -> &Queue<Identity> {
+        &self.queue
+    }
+
+    /// The reconciler.
+    pub fn reconciler(&self) -> &Arc<Reconciler<P, S>> {
+        &self.reconciler
+    }
+
+    /// Reconciles until `shutdown`, while `leader` says this replica leads. On shutdown no new
+    /// reconcile starts and the running ones finish.
+    pub async fn run(self, mut leader: watch::Receiver<bool>, shutdown: CancellationToken) {
+        let mode = self.reconciler.source().mode();
+        let permits = Arc::new(Semaphore::new(self.concurrency));
+        let mut running = JoinSet::new();
+        let gauges = tokio::spawn({
+            let queue = self.queue.clone();
+            let metrics = self.metrics.clone();
+            let source = self.reconciler.source().clone();
+            async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(1));
+                loop {
+                    tick.tick().await;
+                    metrics.set_queue(mode, queue.depth(), source.keys().len());
+                }
+            }
+        });
+        let mut leading = false;
+        'outer: loop {
+            let is_leader = *leader.borrow_and_update();
+            if is_leader != leading {
+                leading = is_leader;
+                self.metrics.set_leader(mode, leading);
+                self.platform.set_leader(mode, leading);
+                if leading {
+                    tracing::info!(mode = mode.as_str(), "leading: reconciling every object");
+                    for id in self.reconciler.source().keys() {
+                        self.queue.trigger(id);
+                    }
+                } else {
+                    tracing::info!(mode = mode.as_str(), "standing by: another replica leads");
+                }
+            }
+            if !leading {
+                tokio::select! {
+                    changed = leader.changed() => {
+                        if changed.is_err() { break 'outer; }
+                        continue 'outer;
+                    }
+                    _ = shutdown.cancelled() => break 'outer,
+                }
+            }
+            let permit = tokio::select! {
+                permit = permits.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break 'outer,
+                },
+                _ = shutdown.cancelled() => break 'outer,
+                changed = leader.changed() => {
+                    if changed.is_err() { break 'outer; }
+                    continue 'outer;
+                }
+            };
+            let key = tokio::select! {
+                key = self.queue.next() => match key {
+                    Some(key) => key,
+                    None => break 'outer,
+                },
+                _ = shutdown.cancelled() => break 'outer,
+                changed = leader.changed() => {
+                    if changed.is_err() { break 'outer; }
+                    continue 'outer;
+                }
+            };
+            let reconciler = self.reconciler.clone();
+            let queue = self.queue.clone();
+            running.spawn(async move {
+                // A panic here would be a bug in the runtime itself (the author's code is
+                // guarded inside); it must still not leave the key marked as running forever.
+                let requeue = AssertUnwindSafe(reconciler.reconcile(&key))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| {
+                        tracing::error!(object = %key, "the reconcile panicked in the runtime; retrying with backoff");
+                        Requeue::Backoff
+                    });
+                queue.done(&key, requeue);
+                drop(permit);
+            });
+            while running.try_join_next().is_some() {}
+        }
+        self.queue.shutdown();
+        if !running.is_empty() {
+            tracing::info!(
+                mode = mode.as_str(),
+                running = running.len(),
+                "waiting for running reconciles to finish"
+            );
+        }
+        while running.join_next().await.is_some() {}
+        gauges.abort();
+        self.metrics.set_leader(mode, false);
+    }
+}

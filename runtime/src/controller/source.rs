@@ -1,0 +1,64 @@
+//! What a mode contributes to the reconcile core: where Service API objects come from, the
+//! client that writes them back, and how the tenant's own cluster is reached.
+//!
+//! Standard mode reads objects from a watch on the onboarding cluster and reaches the tenant's MCP
+//! cluster through an AccessRequest; kcp mode reads them from wildcard watches through the
+//! APIExport virtual workspace and reaches the workspace with a token it mints there. Everything
+//! else — ProviderConfig, finalizer, workload access, status, requeues, events — is the same and
+//! lives in [`Reconciler`](super::reconciler::Reconciler).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use kube::Api;
+
+use crate::access::AccessState;
+use crate::context::{Identity, Mode};
+use crate::error::Error;
+use crate::events::EventRecorder;
+use crate::provider::ServiceProvider;
+
+/// A mode's view of its Service API objects and tenant clusters.
+///
+/// Every method is keyed by [`Identity`]: in kcp mode two objects with the same namespace and
+/// name in different workspaces are different keys.
+pub trait Source<P: ServiceProvider>: Send + Sync + 'static {
+    /// Which mode this is.
+    fn mode(&self) -> Mode;
+
+    /// The object as the source's cache has it; `None` when it is gone.
+    fn get(&self, id: &Identity) -> Option<Arc<P>>;
+
+    /// Every object's key (to re-reconcile all of them).
+    fn keys(&self) -> Vec<Identity>;
+
+    /// Records the response of one of the runtime's own writes to `id`: it is newer than the
+    /// cache, and its echo from the watch must not trigger another reconcile.
+    fn observe(&self, id: &Identity, object: P);
+
+    /// An API handle to write `id` (metadata and status).
+    fn api(&self, id: &Identity) -> Api<P>;
+
+    /// The recorder for Events about `id`.
+    fn events(&self, id: &Identity) -> EventRecorder;
+
+    /// Orders (if needed) and reports access to `id`'s own cluster: the MCP cluster, or the kcp
+    /// workspace.
+    fn tenant_access(
+        &self,
+        id: &Identity,
+        object: &P,
+    ) -> impl Future<Output = Result<AccessState, Error>> + Send;
+
+    /// Whether the tenant's access is gone or being given back, in which case the author's
+    /// `delete` is skipped (there is nothing left it could reach).
+    fn tenant_released(&self, id: &Identity) -> Result<bool, Error>;
+
+    /// Gives the tenant's access back; `true` once it is gone.
+    fn release_tenant(&self, id: &Identity) -> impl Future<Output = Result<bool, Error>> + Send;
+
+    /// Drops what the source keeps for `id` once its object is gone.
+    fn forget(&self, id: &Identity) {
+        let _ = id;
+    }
+}

@@ -1,0 +1,291 @@
+//! What the runtime writes into a Service API object's status, and whether it needs writing.
+//!
+//! Reasons and messages follow the Go runtime (`StatusReady`: `ReconcileSuccess`, "Domain Service
+//! is ready"; `ReconcileError` for failures; `Terminating` while deleting), so dashboards and
+//! tests written against Go providers keep working. A condition keeps its `lastTransitionTime`
+//! while its status does not change, as `meta.SetStatusCondition` does; a status equal to the
+//! old one is not written at all.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{Map, Value};
+
+use crate::status::{ExtraStatus, Phase, ServiceStatus};
+
+/// Type of the condition that summarises an object.
+pub const READY: &str = "Ready";
+/// Type of the condition set while the author's `delete` refuses to finish.
+pub const DELETION_BLOCKED: &str = "DeletionBlocked";
+
+/// Reason: the service is ready (Go `StatusReady`).
+pub const REASON_SUCCESS: &str = "ReconcileSuccess";
+/// Message of a ready object (Go `StatusReady`).
+pub const MESSAGE_READY: &str = "Domain Service is ready";
+/// Reason: something failed and is retried (Go `reasonReconcileError`).
+pub const REASON_ERROR: &str = "ReconcileError";
+/// Reason: the end user's object or the ProviderConfig asks for something that cannot work.
+pub const REASON_INVALID: &str = "InvalidUserInput";
+/// Reason: the author's code panicked.
+pub const REASON_PANICKED: &str = "ReconcilePanicked";
+/// Reason: the tenant's cluster access is not granted yet.
+pub const REASON_WAITING: &str = "WaitingForAccess";
+/// Reason: the platform refused the tenant's cluster access.
+pub const REASON_DENIED: &str = "AccessDenied";
+/// Reason: the object is being deleted (Go `StatusTerminating`).
+pub const REASON_TERMINATING: &str = "Terminating";
+/// Reason while access is given back during deletion (Go: `Reconciling`, "cluster cleanup").
+pub const REASON_CLEANUP: &str = "Reconciling";
+
+/// One status the runtime reports: the phase and the `Ready` condition, optionally with the
+/// author's extra fields and a `DeletionBlocked` condition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report<X> {
+    /// The phase.
+    pub phase: Phase,
+    /// Whether `Ready` is `True`.
+    pub ready: bool,
+    /// Reason of `Ready`.
+    pub reason: String,
+    /// Message of `Ready`.
+    pub message: String,
+    /// New extra status; `None` keeps what is there.
+    pub extra: Option<X>,
+    /// `Some((reason, message))` sets `DeletionBlocked=True`; `None` removes it.
+    pub blocked: Option<(String, String)>,
+}
+
+impl<X> Report<X> {
+    /// `Ready=True`, phase Ready.
+    pub fn ready() -> Self {
+        Self::new(Phase::Ready, true, REASON_SUCCESS, MESSAGE_READY)
+    }
+
+    /// `Ready=False`, phase Progressing.
+    pub fn progressing(reason: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(Phase::Progressing, false, reason, message)
+    }
+
+    /// `Ready=False`, phase Terminating.
+    pub fn terminating(reason: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(Phase::Terminating, false, reason, message)
+    }
+
+    fn new(
+        phase: Phase,
+        ready: bool,
+        reason: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Report {
+            phase,
+            ready,
+            reason: reason.into(),
+            message: message.into(),
+            extra: None,
+            blocked: None,
+        }
+    }
+
+    /// With the author's extra status.
+    pub fn with_extra(mut self, extra: Option<X>) -> Self {
+        self.extra = extra;
+        self
+    }
+
+    /// With `DeletionBlocked=True`.
+    pub fn with_blocked(mut self, reason: String, message: String) -> Self {
+        self.blocked = Some((reason, message));
+        self
+    }
+}
+
+/// The status `report` makes of `old` for an object at `generation`.
+pub fn apply<X: ExtraStatus>(
+    old: Option<&ServiceStatus<X>>,
+    generation: Option<i64>,
+    report: Report<X>,
+    now: Timestamp,
+) -> ServiceStatus<X> {
+    let mut status = old.cloned().unwrap_or_default();
+    status.observed_generation = generation;
+    status.phase = Some(report.phase);
+    set_condition(
+        &mut status.conditions,
+        READY,
+        report.ready,
+        &report.reason,
+        &report.message,
+        generation,
+        now,
+    );
+    match report.blocked {
+        Some((reason, message)) => set_condition(
+            &mut status.conditions,
+            DELETION_BLOCKED,
+            true,
+            &reason,
+            &message,
+            generation,
+            now,
+        ),
+        None => status.conditions.retain(|c| c.type_ != DELETION_BLOCKED),
+    }
+    if let Some(extra) = report.extra {
+        status.extra = extra;
+    }
+    status
+}
+
+/// `meta.SetStatusCondition`: replaces the condition of `type_`, keeping its
+/// `lastTransitionTime` unless its status changes.
+pub fn set_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    let status = if status { "True" } else { "False" };
+    let transition = conditions
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == status)
+        .map(|c| c.last_transition_time.clone())
+        .unwrap_or(Time(now));
+    let condition = Condition {
+        type_: type_.to_owned(),
+        status: status.to_owned(),
+        reason: reason.to_owned(),
+        message: message.to_owned(),
+        observed_generation: generation,
+        last_transition_time: transition,
+    };
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(existing) => *existing = condition,
+        None => conditions.push(condition),
+    }
+}
+
+/// The `Ready` condition's (status, reason), to tell transitions from repetitions.
+pub fn ready_state<X>(status: Option<&ServiceStatus<X>>) -> Option<(String, String)> {
+    status
+        .and_then(|s| s.condition(READY))
+        .map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+/// A JSON merge patch (RFC 7386) that turns `old` into `new`; `None` when they are equal.
+/// Removed keys become `null`, arrays are replaced whole: what Go's `client.MergeFrom` sends.
+pub fn merge_patch(old: &Value, new: &Value) -> Option<Value> {
+    if old == new {
+        return None;
+    }
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            let mut patch = Map::new();
+            for (key, new_value) in new {
+                match old.get(key) {
+                    Some(old_value) => {
+                        if let Some(diff) = merge_patch(old_value, new_value) {
+                            patch.insert(key.clone(), diff);
+                        }
+                    }
+                    None => {
+                        patch.insert(key.clone(), new_value.clone());
+                    }
+                }
+            }
+            for key in old.keys() {
+                if !new.contains_key(key) {
+                    patch.insert(key.clone(), Value::Null);
+                }
+            }
+            Some(Value::Object(patch))
+        }
+        _ => Some(new.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::NoStatus;
+    use serde_json::json;
+
+    fn t(secs: i64) -> Timestamp {
+        Timestamp::from_second(secs).unwrap()
+    }
+
+    #[test]
+    fn ready_then_ready_again_changes_nothing() {
+        let first = apply::<NoStatus>(None, Some(1), Report::ready(), t(100));
+        assert_eq!(first.phase, Some(Phase::Ready));
+        assert_eq!(first.observed_generation, Some(1));
+        let ready = first.condition(READY).unwrap();
+        assert_eq!(
+            (
+                ready.status.as_str(),
+                ready.reason.as_str(),
+                ready.message.as_str()
+            ),
+            ("True", REASON_SUCCESS, MESSAGE_READY)
+        );
+        let again = apply(Some(&first), Some(1), Report::ready(), t(200));
+        assert_eq!(
+            first, again,
+            "lastTransitionTime is kept while the status holds"
+        );
+    }
+
+    #[test]
+    fn a_new_generation_or_failure_changes_the_status() {
+        let first = apply::<NoStatus>(None, Some(1), Report::ready(), t(100));
+        let next = apply(Some(&first), Some(2), Report::ready(), t(200));
+        assert_ne!(first, next);
+        assert_eq!(
+            next.condition(READY).unwrap().last_transition_time,
+            Time(t(100))
+        );
+        let failed = apply(
+            Some(&next),
+            Some(2),
+            Report::progressing(REASON_ERROR, "boom"),
+            t(300),
+        );
+        let ready = failed.condition(READY).unwrap();
+        assert_eq!(ready.status, "False");
+        assert_eq!(ready.last_transition_time, Time(t(300)));
+        assert_eq!(failed.phase, Some(Phase::Progressing));
+    }
+
+    #[test]
+    fn blocked_deletion_adds_and_removes_its_condition() {
+        let blocked = apply::<NoStatus>(
+            None,
+            Some(3),
+            Report::terminating("UserResourcesPresent", "2 backups left")
+                .with_blocked("UserResourcesPresent".into(), "2 backups left".into()),
+            t(1),
+        );
+        assert_eq!(blocked.phase, Some(Phase::Terminating));
+        assert_eq!(blocked.condition(DELETION_BLOCKED).unwrap().status, "True");
+        let unblocked = apply(
+            Some(&blocked),
+            Some(3),
+            Report::terminating(REASON_CLEANUP, "cluster cleanup"),
+            t(2),
+        );
+        assert!(unblocked.condition(DELETION_BLOCKED).is_none());
+    }
+
+    #[test]
+    fn merge_patch_is_minimal_and_nulls_removed_keys() {
+        let old = json!({"a": 1, "b": {"c": 2, "d": 3}, "e": [1, 2]});
+        let new = json!({"a": 1, "b": {"c": 5}, "e": [1]});
+        assert_eq!(
+            merge_patch(&old, &new),
+            Some(json!({"b": {"c": 5, "d": null}, "e": [1]}))
+        );
+        assert_eq!(merge_patch(&old, &old), None);
+    }
+}

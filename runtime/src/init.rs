@@ -1,0 +1,252 @@
+//! `init`: what a provider does once per version before it runs (`openmcp.md` §2).
+//!
+//! 1. onboarding access `<group>--onboarding-init` (permissions to install the Service API CRD);
+//! 2. every CRD of the provider, server-side applied to the cluster its `openmcp.cloud/cluster`
+//!    label names (`onboarding`: the Service API; `platform`: the ProviderConfig), waiting until
+//!    each is Established;
+//! 3. the Service API's group/version/kind in `ServiceProvider.status.resources` (what makes the
+//!    deletion of a ControlPlane delete its Service API objects first);
+//! 4. the author's extra pre-flight step, if any.
+//!
+//! Every step is idempotent: `init` runs again whenever the provider version changes.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
+
+use crate::access::clients::ClientFactory;
+use crate::access::onboarding::{OnboardingError, onboarding_access};
+use crate::context::ClusterAccess;
+use crate::error::Error;
+use crate::manifests::{CLUSTER_LABEL, provider_config_crd, service_crd};
+use crate::openmcp::constants::ONBOARDING_INIT_LOCAL_NAME;
+use crate::openmcp::{GroupVersionKind, ServiceProvider as ServiceProviderObject};
+use crate::provider::ServiceProvider;
+use crate::rbac;
+
+/// What the author's pre-flight hook gets.
+#[derive(Clone)]
+pub struct InitContext {
+    /// The platform cluster.
+    pub platform: kube::Client,
+    /// The onboarding cluster, with `init`'s permissions.
+    pub onboarding: ClusterAccess,
+    /// `--provider-name`.
+    pub provider_name: String,
+    /// `--environment`.
+    pub environment: String,
+    /// The namespace the provider runs in.
+    pub pod_namespace: String,
+}
+
+/// The author's pre-flight hook (see [`App::on_init`](crate::cli::App::on_init)).
+pub type InitHook = Arc<
+    dyn Fn(InitContext) -> Pin<Box<dyn Future<Output = Result<(), Error>> + Send>> + Send + Sync,
+>;
+
+/// How `init` runs.
+#[derive(Clone, Debug)]
+pub struct InitOptions {
+    /// `--provider-name`.
+    pub provider_name: String,
+    /// `--environment`.
+    pub environment: String,
+    /// The namespace the provider runs in (`POD_NAMESPACE`).
+    pub pod_namespace: String,
+    /// How long to wait for onboarding access.
+    pub access_timeout: Duration,
+    /// How long to wait for a CRD to become Established.
+    pub crd_timeout: Duration,
+}
+
+/// Why `init` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    /// Onboarding access failed.
+    #[error("onboarding access: {0}")]
+    Onboarding(#[from] OnboardingError),
+    /// A CRD could not be installed.
+    #[error("installing CRD {name} on the {cluster} cluster: {source}")]
+    Crd {
+        /// The CRD.
+        name: String,
+        /// `platform` or `onboarding`.
+        cluster: String,
+        /// What failed.
+        source: kube::Error,
+    },
+    /// A CRD names a cluster `init` does not know.
+    #[error("CRD {name} has {CLUSTER_LABEL}={cluster:?}; expected platform or onboarding")]
+    UnknownCluster {
+        /// The CRD.
+        name: String,
+        /// The label's value.
+        cluster: String,
+    },
+    /// A CRD did not become Established.
+    #[error("CRD {0} did not become Established in time; check the API server's logs")]
+    NotEstablished(String),
+    /// The ServiceProvider is missing.
+    #[error(
+        "there is no ServiceProvider {0:?} on the platform cluster; --provider-name must name the ServiceProvider that deploys this provider"
+    )]
+    NoServiceProvider(String),
+    /// Registering the GVK failed.
+    #[error("registering the Service API at ServiceProvider {name}: {source}")]
+    Register {
+        /// The ServiceProvider.
+        name: String,
+        /// What failed.
+        source: kube::Error,
+    },
+    /// The author's hook failed.
+    #[error("the provider's init hook failed: {0}")]
+    Hook(Error),
+}
+
+/// Runs `init` for provider `P` against the platform cluster `platform`.
+pub async fn init<P: ServiceProvider>(
+    platform: kube::Client,
+    options: &InitOptions,
+    hook: Option<InitHook>,
+) -> Result<(), InitError> {
+    let info = P::INFO;
+    let factory = ClientFactory::new();
+    tracing::info!(provider = %options.provider_name, "init: requesting onboarding access");
+    let onboarding = onboarding_access(
+        &platform,
+        &factory,
+        info.group,
+        &options.pod_namespace,
+        ONBOARDING_INIT_LOCAL_NAME,
+        rbac::onboarding_init_rules(&info),
+        options.access_timeout,
+    )
+    .await?;
+
+    for crd in [service_crd::<P>(), provider_config_crd::<P>()] {
+        let name = crd.name_any();
+        let cluster = crd.labels().get(CLUSTER_LABEL).cloned().unwrap_or_default();
+        let client = match cluster.as_str() {
+            "platform" => platform.clone(),
+            "onboarding" => onboarding.client().clone(),
+            _ => return Err(InitError::UnknownCluster { name, cluster }),
+        };
+        install_crd(
+            client,
+            &crd,
+            &options.provider_name,
+            &cluster,
+            options.crd_timeout,
+        )
+        .await?;
+        tracing::info!(crd = %name, %cluster, "init: CRD installed");
+    }
+
+    register_gvk::<P>(&platform, &options.provider_name).await?;
+    tracing::info!(
+        service_provider = %options.provider_name,
+        "init: Service API registered in ServiceProvider.status.resources"
+    );
+
+    if let Some(hook) = hook {
+        hook(InitContext {
+            platform,
+            onboarding,
+            provider_name: options.provider_name.clone(),
+            environment: options.environment.clone(),
+            pod_namespace: options.pod_namespace.clone(),
+        })
+        .await
+        .map_err(InitError::Hook)?;
+    }
+    tracing::info!("init: done");
+    Ok(())
+}
+
+async fn install_crd(
+    client: kube::Client,
+    crd: &CustomResourceDefinition,
+    field_manager: &str,
+    cluster: &str,
+    timeout: Duration,
+) -> Result<(), InitError> {
+    let name = crd.name_any();
+    let api: Api<CustomResourceDefinition> = Api::all(client);
+    let crd_error = |source| InitError::Crd {
+        name: name.clone(),
+        cluster: cluster.to_owned(),
+        source,
+    };
+    api.patch(
+        &name,
+        &PatchParams::apply(field_manager).force(),
+        &Patch::Apply(crd),
+    )
+    .await
+    .map_err(crd_error)?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut interval = Duration::from_millis(50);
+    loop {
+        let current = api.get(&name).await.map_err(crd_error)?;
+        let established = current
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            });
+        if established {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(InitError::NotEstablished(name));
+        }
+        tokio::time::sleep(interval).await;
+        interval = (interval * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// `RegisterGVKsAtServiceProvider`: adds the Service API's GVK to the ServiceProvider's
+/// `status.resources` unless it is there.
+pub async fn register_gvk<P: ServiceProvider>(
+    platform: &kube::Client,
+    provider_name: &str,
+) -> Result<(), InitError> {
+    let info = P::INFO;
+    let gvk = GroupVersionKind {
+        group: info.group.to_owned(),
+        version: info.version.to_owned(),
+        kind: info.kind.to_owned(),
+    };
+    let api: Api<ServiceProviderObject> = Api::all(platform.clone());
+    let register_error = |source| InitError::Register {
+        name: provider_name.to_owned(),
+        source,
+    };
+    let current = api
+        .get_opt(provider_name)
+        .await
+        .map_err(register_error)?
+        .ok_or_else(|| InitError::NoServiceProvider(provider_name.to_owned()))?;
+    let mut resources = current.status.map(|s| s.resources).unwrap_or_default();
+    if resources.contains(&gvk) {
+        return Ok(());
+    }
+    resources.push(gvk);
+    let patch = serde_json::json!({ "status": { "resources": resources } });
+    api.patch_status(
+        provider_name,
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(register_error)?;
+    Ok(())
+}

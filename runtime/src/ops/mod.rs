@@ -1,0 +1,11 @@
+//! Operating a provider: metrics, health and readiness probes, leader election and shutdown.
+
+pub mod leader;
+pub mod metrics;
+pub mod server;
+pub mod shutdown;
+
+pub use leader::{LeaderElection, LeaderOptions};
+pub use metrics::Metrics;
+pub use server::{Readiness, serve_health, serve_metrics};
+pub use shutdown::shutdown_signal;
