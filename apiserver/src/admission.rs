@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::auth::UserInfo;
 use crate::error::{ApiError, ApiResult};
-use crate::identity::UserInfo;
 use crate::registry::ResourceInfo;
 use crate::shard::Shard;
 

@@ -1,126 +1,209 @@
-//! The seam between request handling and the `auth` module: who a bearer token belongs to, and
-//! whether that identity may do what it asks.
+//! Wires the `auth` module into a shard: one authenticator (admin token, ServiceAccount JWTs of the
+//! shard's issuer), one RBAC authorizer per logical cluster kept current from RBAC writes, and the
+//! object lookups tokens need.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde_json::Value;
+
+use crate::auth::{
+    Attributes, Authenticated, Authenticator, LiveObject, ObjectLookup, Rbac, RbacKind,
+    StatusError, TokenIssuer, TokenIssuerConfig, UserInfo,
+};
 use crate::error::{ApiError, ApiResult};
-use crate::identity::UserInfo;
+use crate::shard::{DEFAULT_LOGICAL_CLUSTER, Shard};
+use crate::store::{ObjKey, StoreKey};
 
-/// Authentication state of one shard.
-#[derive(Debug)]
-pub struct Authn {
-    admin_token: String,
-    issued: parking_lot::Mutex<std::collections::HashMap<String, (UserInfo, i64)>>,
+impl From<StatusError> for ApiError {
+    fn from(e: StatusError) -> Self {
+        ApiError {
+            code: e.code,
+            reason: e.reason,
+            message: e.message,
+            details: e.details,
+            retry_after: None,
+        }
+    }
 }
 
-/// A minted ServiceAccount token.
-#[derive(Debug, Clone)]
-pub struct MintedToken {
-    /// The bearer token.
-    pub token: String,
-    /// Expiry, seconds since the epoch.
-    pub expires: i64,
+/// Authentication and authorization state of one shard.
+pub struct Authn {
+    authenticator: Authenticator,
+    kcp: bool,
+    /// kcp: the shard-wide bootstrap policy logical clusters fall back to.
+    bootstrap: Option<Arc<Rbac>>,
+    rbac: RwLock<HashMap<Arc<str>, Arc<Rbac>>>,
+}
+
+impl std::fmt::Debug for Authn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authn")
+            .field("kcp", &self.kcp)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Authn {
-    /// The authenticator of a shard with its admin token.
-    pub fn new(_shard: &str, admin_token: &str) -> Self {
-        Authn {
-            admin_token: admin_token.to_string(),
-            issued: Default::default(),
-        }
-    }
-
-    /// Resolves a bearer token to a user; 401 for a token nobody issued or one that expired.
-    pub fn token_user(&self, token: &str) -> ApiResult<UserInfo> {
-        if token == self.admin_token {
-            return Ok(UserInfo::admin());
-        }
-        match self.issued.lock().get(token) {
-            Some((u, exp)) if *exp > jiff::Timestamp::now().as_second() => Ok(u.clone()),
-            _ => Err(ApiError::unauthorized()),
-        }
-    }
-
-    /// Resolves the `Authorization` header to a user; 401 for a token nobody issued.
-    pub fn authenticate(&self, authorization: Option<&str>) -> ApiResult<UserInfo> {
-        let Some(h) = authorization else {
-            return Err(ApiError::unauthorized());
+    /// The authenticator of a shard: its admin token and a fresh ServiceAccount signing key (so a
+    /// token is valid only on the shard that minted it).
+    pub fn new(admin_token: &str, kcp: bool) -> Result<Self, crate::auth::jwt::JwtError> {
+        let config = if kcp {
+            TokenIssuerConfig::kcp()
+        } else {
+            TokenIssuerConfig::kube()
         };
-        let token = h
-            .strip_prefix("Bearer ")
-            .or_else(|| h.strip_prefix("bearer "))
-            .map(str::trim);
-        match token {
-            Some(t) => self.token_user(t),
-            None => Err(ApiError::unauthorized()),
+        let authenticator = Authenticator::new(Arc::new(TokenIssuer::new(config)?));
+        authenticator.add_token(admin_token, UserInfo::admin());
+        Ok(Authn {
+            authenticator,
+            kcp,
+            bootstrap: kcp.then(|| crate::auth::bootstrap::policy(true)),
+            rbac: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// The authenticator (static tokens can be added to it).
+    pub fn authenticator(&self) -> &Authenticator {
+        &self.authenticator
+    }
+
+    /// Whether the shard is a kcp shard.
+    pub fn is_kcp(&self) -> bool {
+        self.kcp
+    }
+
+    /// The authorizer of a logical cluster.
+    pub fn rbac(&self, cluster: &str) -> Arc<Rbac> {
+        if let Some(r) = self.rbac.read().get(cluster) {
+            return r.clone();
+        }
+        let r = Arc::new(if self.kcp {
+            Rbac::for_logical_cluster(cluster, self.bootstrap.clone())
+        } else {
+            Rbac::new()
+        });
+        self.rbac.write().entry(cluster.into()).or_insert(r).clone()
+    }
+
+    /// Forgets the authorizer of a removed logical cluster.
+    pub fn remove_cluster(&self, cluster: &str) {
+        self.rbac.write().remove(cluster);
+    }
+
+    /// Authenticates the `Authorization` header: no header is `system:anonymous`; a token nobody
+    /// issued, or an expired or revoked one, is 401.
+    pub fn authenticate(
+        &self,
+        shard: &Shard,
+        authorization: Option<&str>,
+    ) -> ApiResult<Authenticated> {
+        let Some(h) = authorization else {
+            return Ok(Authenticated {
+                user: crate::auth::authenticator::anonymous(),
+                audiences: Vec::new(),
+                home_cluster: None,
+            });
+        };
+        let token =
+            crate::auth::authenticator::bearer_token(h).ok_or_else(ApiError::unauthorized)?;
+        self.authenticator
+            .authenticate(token, &ShardLookup(shard))
+            .map_err(|e| e.status().into())
+    }
+
+    /// Authorizes `attrs` for `user` in a logical cluster.
+    pub fn authorize(&self, cluster: &str, user: &UserInfo, attrs: &Attributes) -> ApiResult<()> {
+        if user.is_privileged() {
+            return Ok(());
+        }
+        match self.rbac(cluster).authorize(user, attrs) {
+            crate::auth::Decision::Allow { .. } => Ok(()),
+            crate::auth::Decision::Deny(d) => Err(d.status(user, attrs).into()),
         }
     }
 
-    /// Mints a token for a ServiceAccount of a logical cluster.
-    pub fn mint(
+    /// Keeps a logical cluster's authorizer current after a committed write to an RBAC object.
+    pub(crate) fn rbac_written(
         &self,
-        _cluster: &str,
+        cluster: &str,
+        resource: &str,
+        ns: &str,
+        name: &str,
+        rv: u64,
+        obj: Option<&Value>,
+    ) {
+        let Some(kind) = RbacKind::from_resource(resource) else {
+            return;
+        };
+        if let Err(e) = self.rbac(cluster).update(kind, ns, name, rv, obj) {
+            tracing::warn!("RBAC object not indexed: {e}");
+        }
+    }
+
+    /// The `ServiceAccountRef` cluster of a logical cluster: kcp tokens name their logical cluster.
+    pub fn token_cluster<'a>(&self, cluster: &'a str) -> Option<&'a str> {
+        self.kcp.then_some(cluster)
+    }
+}
+
+/// Lets the auth module see ServiceAccounts and Secrets in the shard's store.
+pub struct ShardLookup<'a>(pub &'a Shard);
+
+impl ShardLookup<'_> {
+    fn live(
+        &self,
+        resource: &str,
+        cluster: Option<&str>,
+        ns: &str,
+        name: &str,
+    ) -> Option<LiveObject> {
+        let cluster = cluster.unwrap_or(DEFAULT_LOGICAL_CLUSTER);
+        let o = self.0.store().get(
+            &StoreKey::new("", resource),
+            &ObjKey::new(cluster.into(), ns, name),
+        )?;
+        let deletion_timestamp = if o.deleting {
+            o.value()
+                .pointer("/metadata/deletionTimestamp")
+                .and_then(Value::as_str)
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        } else {
+            None
+        };
+        Some(LiveObject {
+            uid: o.uid.to_string(),
+            deletion_timestamp,
+        })
+    }
+}
+
+impl ObjectLookup for ShardLookup<'_> {
+    fn service_account(
+        &self,
+        cluster: Option<&str>,
         namespace: &str,
         name: &str,
-        uid: &str,
-        _audiences: &[String],
-        expiration_seconds: i64,
-    ) -> ApiResult<MintedToken> {
-        let user = UserInfo {
-            name: format!("system:serviceaccount:{namespace}:{name}"),
-            uid: uid.to_string(),
-            groups: vec![
-                "system:serviceaccounts".into(),
-                format!("system:serviceaccounts:{namespace}"),
-                "system:authenticated".into(),
-            ],
-            extra: Default::default(),
-        };
-        let token = uuid::Uuid::new_v4().simple().to_string();
-        let expires = jiff::Timestamp::now().as_second() + expiration_seconds;
-        self.issued.lock().insert(token.clone(), (user, expires));
-        Ok(MintedToken { token, expires })
+    ) -> Option<LiveObject> {
+        self.live("serviceaccounts", cluster, namespace, name)
+    }
+    fn secret(&self, cluster: Option<&str>, namespace: &str, name: &str) -> Option<LiveObject> {
+        self.live("secrets", cluster, namespace, name)
     }
 }
 
-/// What authorization is asked about (kube-apiserver's `authorizer.Attributes`).
-#[derive(Debug, Clone)]
-pub struct AuthzRequest<'a> {
-    /// Verb (`get`, `list`, …; non-resource: lower-case HTTP method).
-    pub verb: &'a str,
-    /// API group.
-    pub group: &'a str,
-    /// Resource plural (empty for non-resource requests).
-    pub resource: &'a str,
-    /// Subresource.
-    pub subresource: &'a str,
-    /// Namespace.
-    pub namespace: &'a str,
-    /// Object name.
-    pub name: &'a str,
-    /// Request path for non-resource requests.
-    pub path: &'a str,
-    /// Is it a resource request?
-    pub resource_request: bool,
-}
-
-/// Authorizes a request: `system:masters` may do everything; other identities are checked against
-/// RBAC in the logical cluster.
-pub fn authorize(
-    _shard: &crate::shard::Shard,
-    _cluster: &str,
-    user: &UserInfo,
-    req: &AuthzRequest<'_>,
-) -> ApiResult<()> {
-    if user.is_master() {
-        return Ok(());
-    }
-    Err(ApiError::forbidden(
-        req.group,
-        req.resource,
-        req.name,
-        format!(
-            "User \"{}\" cannot {} resource \"{}\" in API group \"{}\"",
-            user.name, req.verb, req.resource, req.group
-        ),
-    ))
+/// The authorization attributes of a resource request.
+pub fn resource_attributes(
+    verb: &str,
+    group: &str,
+    version: &str,
+    resource: &str,
+    sub: &str,
+    ns: &str,
+    name: &str,
+) -> Attributes {
+    Attributes::resource(verb, group, resource, ns, name)
+        .with_subresource(sub)
+        .with_version(version)
 }

@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use crate::patch::TypeShape;
 use crate::registry::{ApiSet, ResourceInfo, ScaleSpec, Strategy};
 use crate::store::StoreKey;
 use crate::validation::Validator;
@@ -195,6 +196,30 @@ fn defs() -> Vec<Def> {
         },
         Def {
             verbs: &["create"],
+            strategy: Strategy::SelfSubjectReview,
+            ..def(
+                "authentication.k8s.io",
+                "v1",
+                "selfsubjectreviews",
+                "selfsubjectreview",
+                "SelfSubjectReview",
+                false,
+            )
+        },
+        Def {
+            verbs: &["create"],
+            strategy: Strategy::AccessReview,
+            ..def(
+                "authorization.k8s.io",
+                "v1",
+                "selfsubjectrulesreviews",
+                "selfsubjectrulesreview",
+                "SelfSubjectRulesReview",
+                false,
+            )
+        },
+        Def {
+            verbs: &["create"],
             strategy: Strategy::AccessReview,
             ..def(
                 "authorization.k8s.io",
@@ -321,10 +346,43 @@ fn build(d: Def) -> ResourceInfo {
         printer_columns: Vec::new(),
         validator: Validator::builtin(d.group, d.version, d.kind).map(Arc::new),
         field_selectors: d.field_selectors.iter().map(|s| s.to_string()).collect(),
+        shape: Arc::new(shape_of(d.group, d.kind)),
         openapi_schema: None,
         source: "builtin".into(),
         source_uid: None,
         deprecated: false,
+    }
+}
+
+/// The type graph of a built-in kind, from its k8s-openapi schema.
+fn shape_of(group: &str, kind: &str) -> TypeShape {
+    use k8s_openapi::api::{apps, coordination, core, events, rbac};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
+    match (group, kind) {
+        ("", "Namespace") => TypeShape::of::<core::v1::Namespace>(),
+        ("", "ConfigMap") => TypeShape::of::<core::v1::ConfigMap>(),
+        ("", "Secret") => TypeShape::of::<core::v1::Secret>(),
+        ("", "ServiceAccount") => TypeShape::of::<core::v1::ServiceAccount>(),
+        ("", "Event") => TypeShape::of::<core::v1::Event>(),
+        ("", "Service") => TypeShape::of::<core::v1::Service>(),
+        ("", "Pod") => TypeShape::of::<core::v1::Pod>(),
+        ("", "ResourceQuota") => TypeShape::of::<core::v1::ResourceQuota>(),
+        ("", "LimitRange") => TypeShape::of::<core::v1::LimitRange>(),
+        ("", "Endpoints") => TypeShape::of::<core::v1::Endpoints>(),
+        ("apps", "Deployment") => TypeShape::of::<apps::v1::Deployment>(),
+        ("apps", "ReplicaSet") => TypeShape::of::<apps::v1::ReplicaSet>(),
+        ("events.k8s.io", "Event") => TypeShape::of::<events::v1::Event>(),
+        ("coordination.k8s.io", "Lease") => TypeShape::of::<coordination::v1::Lease>(),
+        ("rbac.authorization.k8s.io", "Role") => TypeShape::of::<rbac::v1::Role>(),
+        ("rbac.authorization.k8s.io", "ClusterRole") => TypeShape::of::<rbac::v1::ClusterRole>(),
+        ("rbac.authorization.k8s.io", "RoleBinding") => TypeShape::of::<rbac::v1::RoleBinding>(),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            TypeShape::of::<rbac::v1::ClusterRoleBinding>()
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            TypeShape::of::<apiext::CustomResourceDefinition>()
+        }
+        _ => TypeShape::untyped(),
     }
 }
 

@@ -131,6 +131,7 @@ impl Cluster {
                 cluster_annotation: None,
                 admin_token: opts.admin_token.clone(),
                 root_ca_pem: ca_pem.clone(),
+                kcp: false,
             },
         );
         shard.set_deployments_available(opts.deployments_available);

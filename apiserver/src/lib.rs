@@ -36,7 +36,6 @@ pub mod convert;
 pub mod error;
 pub mod faults;
 pub mod handler;
-pub mod identity;
 pub mod jsonpath;
 pub mod kubeconfig;
 pub mod managed;

@@ -1,53 +1,53 @@
-//! The seam between the write paths and managedFields bookkeeping (owned by the `patch` module):
-//! which manager set which fields. Server-side apply records its own entries (see
-//! [`crate::patching::apply`]); its writes pass no manager here.
+//! managedFields bookkeeping of plain writes (create, update, non-apply patches), delegated to the
+//! `patch` module: which manager set which fields.
 
 use serde_json::Value;
 
-use crate::patch::{self, Target};
-use crate::patching::{api_version, shape};
 use crate::registry::ResourceInfo;
 
-/// Records a create by `manager` (`None`: not recorded).
-pub fn on_create(info: &ResourceInfo, obj: &mut Value, manager: Option<&str>) {
-    let Some(manager) = manager else { return };
-    let api_version = api_version(info);
-    let target = Target {
-        api_version: &api_version,
-        subresource: None,
-        status_subresource: info.status,
-    };
-    patch::record_update(
-        None,
-        obj,
-        manager,
-        &shape(info),
-        &target,
-        &crate::meta::now_rfc3339(),
-    );
+/// Who a write is recorded for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldManager<'a> {
+    /// Record the write for this manager (an `Update` entry).
+    Record(&'a str),
+    /// The object already carries its managedFields (server-side apply computed them).
+    Keep,
 }
 
-/// Records an update by `manager` (`sub` is the subresource written; `None` manager: not recorded).
+/// Records a create.
+pub fn on_create(info: &ResourceInfo, obj: &mut Value, manager: FieldManager<'_>) {
+    if let FieldManager::Record(m) = manager {
+        let av = info.api_version();
+        let now = crate::meta::now_rfc3339();
+        crate::patch::record_update(
+            None,
+            obj,
+            m,
+            &info.shape,
+            &crate::patching::target(info, &av, None),
+            &now,
+        );
+    }
+}
+
+/// Records an update (`sub` is the subresource written).
 pub fn on_update(
     info: &ResourceInfo,
     obj: &mut Value,
     old: &Value,
-    manager: Option<&str>,
+    manager: FieldManager<'_>,
     sub: Option<&str>,
 ) {
-    let Some(manager) = manager else { return };
-    let api_version = api_version(info);
-    let target = Target {
-        api_version: &api_version,
-        subresource: sub,
-        status_subresource: info.status,
-    };
-    patch::record_update(
-        Some(old),
-        obj,
-        manager,
-        &shape(info),
-        &target,
-        &crate::meta::now_rfc3339(),
-    );
+    if let FieldManager::Record(m) = manager {
+        let av = info.api_version();
+        let now = crate::meta::now_rfc3339();
+        crate::patch::record_update(
+            Some(old),
+            obj,
+            m,
+            &info.shape,
+            &crate::patching::target(info, &av, sub),
+            &now,
+        );
+    }
 }

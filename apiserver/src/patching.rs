@@ -1,82 +1,35 @@
 //! The seam between the patch handler and the `patch` module: applying a patch body of a given type
-//! to the current object, and server-side apply, with the type shape of the resource.
+//! to the current object, and server-side apply, with the module's errors as API errors.
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
-
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
 use crate::handler::negotiate::BodyFormat;
-use crate::patch::{self, ApplyError, ApplyRequest, PatchError, Target, TypeShape};
-use crate::registry::{ResourceInfo, Strategy};
+use crate::patch::{self, ApplyError, ApplyRequest, PatchError, Target};
+use crate::registry::ResourceInfo;
 
-/// Shapes by (group, version, kind); custom resources also remember the schema they were built from,
-/// so a changed CRD gets a new shape.
-type ShapeCache = HashMap<(String, String, String), (Option<Arc<Value>>, Arc<TypeShape>)>;
-
-static SHAPES: LazyLock<Mutex<ShapeCache>> = LazyLock::new(|| Mutex::new(HashMap::new()));
-
-/// The type shape of `info`'s objects: built-ins from their k8s-openapi definitions (strategic merge
-/// patch supported), custom resources from their CRD schema. Built once and cached.
-pub fn shape(info: &ResourceInfo) -> Arc<TypeShape> {
-    let key = (info.group.clone(), info.version.clone(), info.kind.clone());
-    let schema = (info.strategy == Strategy::Custom)
-        .then(|| info.openapi_schema.clone())
-        .flatten();
-    let mut cache = SHAPES
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some((cached_schema, shape)) = cache.get(&key) {
-        let same = match (cached_schema, &schema) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
-            (None, None) => true,
-            _ => false,
-        };
-        if same {
-            return shape.clone();
+impl From<PatchError> for ApiError {
+    fn from(e: PatchError) -> Self {
+        ApiError {
+            code: e.code(),
+            reason: e.reason().to_string(),
+            message: e.to_string(),
+            details: e.details(),
+            retry_after: None,
         }
     }
-    let shape = Arc::new(build_shape(info, schema.as_deref()));
-    cache.insert(key, (schema, shape.clone()));
-    shape
 }
 
-fn build_shape(info: &ResourceInfo, crd_schema: Option<&Value>) -> TypeShape {
-    if info.strategy == Strategy::Custom {
-        return match crd_schema {
-            Some(s) => TypeShape::from_crd_schema(s),
-            None => TypeShape::untyped(),
-        };
+impl From<ApplyError> for ApiError {
+    fn from(e: ApplyError) -> Self {
+        ApiError {
+            code: e.code(),
+            reason: e.reason().to_string(),
+            message: e.to_string(),
+            details: e.details(),
+            retry_after: None,
+        }
     }
-    match crate::schema::builtin_by_kind(&info.group, &info.version, &info.kind) {
-        Some(b) => TypeShape::from_openapi(
-            &json!({"$ref": format!("#/components/schemas/{}", b.definition)}),
-            crate::schema::builtin_definitions(),
-        ),
-        None => TypeShape::untyped().with_strategic_merge(true),
-    }
-}
-
-/// The `apiVersion` of `info`'s served version (`v1`, `apps/v1`).
-pub fn api_version(info: &ResourceInfo) -> String {
-    if info.group.is_empty() {
-        info.version.clone()
-    } else {
-        format!("{}/{}", info.group, info.version)
-    }
-}
-
-fn patch_error(e: PatchError) -> ApiError {
-    let mut out = ApiError::new(e.code(), e.reason(), e.to_string());
-    out.details = e.details();
-    out
-}
-
-fn apply_error(e: ApplyError) -> ApiError {
-    let mut out = ApiError::new(e.code(), e.reason(), e.to_string());
-    out.details = e.details();
-    out
 }
 
 fn parse_json(body: &[u8]) -> ApiResult<Value> {
@@ -84,7 +37,7 @@ fn parse_json(body: &[u8]) -> ApiResult<Value> {
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
 }
 
-/// Applies a non-apply patch to the current object (in `info`'s version).
+/// Applies a JSON merge, JSON or strategic merge patch to the current object (in `info`'s version).
 pub fn patch(
     format: BodyFormat,
     info: &ResourceInfo,
@@ -92,56 +45,47 @@ pub fn patch(
     body: &[u8],
 ) -> ApiResult<Value> {
     let mut out = current.clone();
+    let p = parse_json(body)?;
     match format {
-        BodyFormat::MergePatch => {
-            patch::merge(&mut out, &parse_json(body)?).map_err(patch_error)?
-        }
-        BodyFormat::JsonPatch => {
-            patch::json_patch(&mut out, &parse_json(body)?).map_err(patch_error)?
-        }
-        BodyFormat::StrategicMergePatch => {
-            patch::strategic(&mut out, &parse_json(body)?, &shape(info)).map_err(patch_error)?
-        }
+        BodyFormat::MergePatch => patch::merge(&mut out, &p)?,
+        BodyFormat::JsonPatch => patch::json_patch(&mut out, &p)?,
+        BodyFormat::StrategicMergePatch => patch::strategic(&mut out, &p, &info.shape)?,
         other => {
-            return Err(ApiError::unsupported_media_type(
-                &format!("{other:?}"),
-                &[
-                    "application/json-patch+json",
-                    "application/merge-patch+json",
-                    "application/strategic-merge-patch+json",
-                    "application/apply-patch+yaml",
-                ],
-            ));
+            return Err(ApiError::unsupported_media_type(&format!("{other:?}"), &[]));
         }
     }
     Ok(out)
 }
 
+/// The managedFields target of a write to `info` (`sub`: the subresource written).
+pub fn target<'a>(info: &ResourceInfo, api_version: &'a str, sub: Option<&'a str>) -> Target<'a> {
+    Target {
+        api_version,
+        subresource: sub,
+        status_subresource: info.status,
+    }
+}
+
 /// Server-side apply of `body` (YAML or JSON) by `manager` onto `current` (`None`: the object does
-/// not exist yet). Returns the new object with its managedFields; the write that stores it must not
-/// record it again as an update.
+/// not exist yet). Returns the new object with its managedFields.
 pub fn apply(
     info: &ResourceInfo,
     current: Option<&Value>,
     body: &[u8],
     manager: &str,
     force: bool,
-    subresource: Option<&str>,
+    sub: Option<&str>,
 ) -> ApiResult<Value> {
     let applied: Value = serde_yaml::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-    let api_version = api_version(info);
+    let av = info.api_version();
     let now = crate::meta::now_rfc3339();
     let req = ApplyRequest {
         manager,
         force,
         kind: &info.kind,
-        target: Target {
-            api_version: &api_version,
-            subresource,
-            status_subresource: info.status,
-        },
+        target: target(info, &av, sub),
         now: &now,
     };
-    patch::apply(current, &applied, &shape(info), &req).map_err(apply_error)
+    Ok(patch::apply(current, &applied, &info.shape, &req)?)
 }

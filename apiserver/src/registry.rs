@@ -36,8 +36,11 @@ pub enum Strategy {
     Crd,
     /// TokenReviews: create-only, answered by the authenticator, never stored.
     TokenReview,
-    /// SubjectAccessReviews (all three kinds): create-only, answered by the authorizer, never stored.
+    /// SubjectAccessReviews (all kinds) and SelfSubjectRulesReviews: create-only, answered by the
+    /// authorizer, never stored.
     AccessReview,
+    /// SelfSubjectReviews (`kubectl auth whoami`): create-only, never stored.
+    SelfSubjectReview,
     /// Custom resources.
     Custom,
 }
@@ -111,6 +114,8 @@ pub struct ResourceInfo {
     pub validator: Option<Arc<Validator>>,
     /// Field-selector fields beyond `metadata.name`/`metadata.namespace`.
     pub field_selectors: Vec<String>,
+    /// The type graph patches and server-side apply walk (list/map semantics, merge keys).
+    pub shape: Arc<crate::patch::TypeShape>,
     /// The raw OpenAPI v3 schema of this version (for /openapi and `kubectl explain`), if known.
     pub openapi_schema: Option<Arc<Value>>,
     /// Which contributor registered it (`builtin`, `crd/<name>`, …).
@@ -131,7 +136,7 @@ impl ResourceInfo {
     pub fn stores_objects(&self) -> bool {
         !matches!(
             self.strategy,
-            Strategy::TokenReview | Strategy::AccessReview
+            Strategy::TokenReview | Strategy::AccessReview | Strategy::SelfSubjectReview
         )
     }
 

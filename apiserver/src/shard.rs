@@ -13,10 +13,10 @@ use parking_lot::RwLock;
 use serde_json::json;
 
 use crate::admission::{self, AdmissionPlugin};
+use crate::auth::UserInfo;
 use crate::builtin;
 use crate::error::ApiResult;
 use crate::faults::Faults;
-use crate::identity::UserInfo;
 use crate::metrics::Counters;
 use crate::registry::Registry;
 use crate::storage::ClusterApi;
@@ -37,6 +37,9 @@ pub struct ShardOptions {
     pub admin_token: Option<String>,
     /// The CA certificate (PEM) published in every namespace as ConfigMap `kube-root-ca.crt`.
     pub root_ca_pem: Option<String>,
+    /// kcp shard: ServiceAccount tokens name their logical cluster, and logical clusters share the
+    /// shard's bootstrap RBAC policy instead of holding bootstrap objects.
+    pub kcp: bool,
 }
 
 /// What a new logical cluster starts with.
@@ -94,7 +97,9 @@ impl Shard {
             registry: Registry::new(builtin::builtins()),
             clusters: RwLock::new(BTreeMap::new()),
             admission: RwLock::new(admission::default_plugins()),
-            auth: crate::authn::Authn::new(name, &admin_token),
+            // Key generation only fails when the system random number generator does.
+            auth: crate::authn::Authn::new(&admin_token, opts.kcp)
+                .expect("ServiceAccount signing key"),
             admin_token,
             opts,
             faults: Faults::default(),
@@ -175,6 +180,9 @@ impl Shard {
             clusters.insert(k.clone(), ());
             k
         };
+        if !self.opts.kcp {
+            crate::controllers::rbac::bootstrap(self, &name)?;
+        }
         let api = self.api(&name);
         for ns in &opts.namespaces {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
@@ -205,6 +213,7 @@ impl Shard {
             }
         }
         self.registry.remove_cluster(name);
+        self.auth.remove_cluster(name);
     }
 
     /// The logical clusters.
@@ -226,7 +235,7 @@ impl Shard {
         ClusterApi::new(
             self,
             cluster.clone(),
-            UserInfo::system_controller("apiserver"),
+            UserInfo::new("system:apiserver", ["system:masters"]),
         )
     }
 

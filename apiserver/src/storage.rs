@@ -7,9 +7,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::admission::{Attributes, Operation};
+use crate::auth::UserInfo;
 use crate::convert;
 use crate::error::{ApiError, ApiResult, Cause};
-use crate::identity::UserInfo;
+use crate::managed::FieldManager;
 use crate::meta::{self, metadata_mut};
 use crate::registry::{ResourceInfo, Strategy};
 use crate::shard::Shard;
@@ -87,6 +88,7 @@ pub struct ClusterApi<'a> {
     cluster: Arc<str>,
     user: UserInfo,
     dry_run: bool,
+    manager: String,
 }
 
 impl<'a> ClusterApi<'a> {
@@ -97,7 +99,15 @@ impl<'a> ClusterApi<'a> {
             cluster,
             user,
             dry_run: false,
+            manager: "kube-controller-manager".into(),
         }
+    }
+
+    /// The field manager recorded for writes made with [`ClusterApi::create`], [`ClusterApi::update`]
+    /// and [`ClusterApi::modify`].
+    pub fn manager(mut self, manager: impl Into<String>) -> Self {
+        self.manager = manager.into();
+        self
     }
 
     /// Makes writes dry runs (`dryRun=All`).
@@ -227,7 +237,7 @@ impl<'a> ClusterApi<'a> {
         ns: &str,
         obj: Value,
     ) -> ApiResult<Arc<StoredObject>> {
-        self.create_with(info, ns, obj, None)
+        self.create_with(info, ns, obj, FieldManager::Record(&self.manager))
     }
 
     /// Creates an object, recording `manager` in managedFields.
@@ -236,7 +246,7 @@ impl<'a> ClusterApi<'a> {
         info: &ResourceInfo,
         ns: &str,
         mut obj: Value,
-        manager: Option<&str>,
+        manager: FieldManager<'_>,
     ) -> ApiResult<Arc<StoredObject>> {
         check_type(info, &mut obj)?;
         let ns = if info.namespaced {
@@ -317,7 +327,14 @@ impl<'a> ClusterApi<'a> {
         obj: Value,
         sub: Option<&str>,
     ) -> ApiResult<Arc<StoredObject>> {
-        self.update_with_manager(info, ns, name, obj, sub, None)
+        self.update_with_manager(
+            info,
+            ns,
+            name,
+            obj,
+            sub,
+            FieldManager::Record(&self.manager),
+        )
     }
 
     /// Replaces an object, recording `manager` in managedFields.
@@ -328,7 +345,7 @@ impl<'a> ClusterApi<'a> {
         name: &str,
         mut obj: Value,
         sub: Option<&str>,
-        manager: Option<&str>,
+        manager: FieldManager<'_>,
     ) -> ApiResult<Arc<StoredObject>> {
         check_type(info, &mut obj)?;
         match meta::meta_str(&obj, "name") {
@@ -409,7 +426,15 @@ impl<'a> ClusterApi<'a> {
             if !f(&mut v)? {
                 return Ok(cur);
             }
-            match self.commit_update(info, ns, name, &cur, v, sub, None) {
+            match self.commit_update(
+                info,
+                ns,
+                name,
+                &cur,
+                v,
+                sub,
+                FieldManager::Record(&self.manager),
+            ) {
                 Err(e) if e.code == 409 && e.reason == "Conflict" => continue,
                 r => return r,
             }
@@ -425,7 +450,7 @@ impl<'a> ClusterApi<'a> {
         cur: &Arc<StoredObject>,
         mut obj: Value,
         sub: Option<&str>,
-        manager: Option<&str>,
+        manager: FieldManager<'_>,
     ) -> ApiResult<Arc<StoredObject>> {
         let old = convert::served_value(info, cur);
         strategy::prepare_update(info, &mut obj, &old, sub);

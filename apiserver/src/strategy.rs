@@ -132,11 +132,6 @@ pub fn prepare_update(
             }
         }
     }
-    if !m.contains_key("managedFields")
-        && let Some(mf) = old_meta.get("managedFields")
-    {
-        m.insert("managedFields".into(), mf.clone());
-    }
     if info.status {
         match old.get("status") {
             Some(s) => new["status"] = s.clone(),

@@ -244,6 +244,10 @@ pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                 .and_then(|sc| Validator::compile(sc).ok())
                 .map(Arc::new),
             field_selectors,
+            shape: Arc::new(match &schema {
+                Some(sc) => crate::patch::TypeShape::from_crd_schema(sc),
+                None => crate::patch::TypeShape::untyped().with_strategic_merge(false),
+            }),
             openapi_schema: schema.map(Arc::new),
             source: format!("crd/{name}"),
             source_uid: crd

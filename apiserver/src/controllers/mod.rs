@@ -6,6 +6,7 @@ pub mod crd;
 pub mod deployment;
 pub mod gc;
 pub mod namespace;
+pub mod rbac;
 pub mod serviceaccount;
 
 use std::sync::{Arc, Weak};
@@ -24,13 +25,17 @@ pub fn start(shard: &Arc<Shard>) {
     serviceaccount::start(shard);
     crd::start(shard);
     shard.add_admission_plugin(Arc::new(crd::TerminatingCrdAdmission));
+    shard.add_admission_plugin(Arc::new(rbac::EscalationAdmission));
 }
 
 /// Synchronous follow-up of a committed write that must be visible before the request returns
-/// (a created CRD is served at once).
+/// (a created CRD is served at once; a created RoleBinding authorizes at once).
 pub fn after_write(shard: &Shard, cluster: &Arc<str>, info: &ResourceInfo, ev: &Event) {
     if info.strategy == crate::registry::Strategy::Crd {
         crd::register(shard, cluster, ev);
+    }
+    if info.group == "rbac.authorization.k8s.io" {
+        rbac::written(shard, cluster, info, ev);
     }
 }
 

@@ -16,9 +16,9 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response};
 use http_body_util::BodyExt;
 
-use crate::authn::AuthzRequest;
+use crate::auth::Attributes;
+use crate::auth::UserInfo;
 use crate::error::{ApiError, ApiResult};
-use crate::identity::UserInfo;
 use crate::registry::{GroupInfo, ResourceInfo};
 use crate::request::{Query, RequestInfo};
 use crate::shard::Shard;
@@ -58,17 +58,17 @@ pub trait Surface: Send + Sync {
             ClusterScope::Wildcard => t.shard.registry().groups(""),
         }
     }
-    /// Resolves the caller from the `Authorization` header.
+    /// Resolves the caller from the `Authorization` header (none: `system:anonymous`).
     fn authenticate(&self, t: &Target, authorization: Option<&str>) -> ApiResult<UserInfo> {
-        t.shard.auth.authenticate(authorization)
+        Ok(t.shard.auth.authenticate(&t.shard, authorization)?.user)
     }
-    /// Authorizes a request.
-    fn authorize(&self, t: &Target, user: &UserInfo, req: &AuthzRequest<'_>) -> ApiResult<()> {
+    /// Authorizes a request with the RBAC of its logical cluster.
+    fn authorize(&self, t: &Target, user: &UserInfo, attrs: &Attributes) -> ApiResult<()> {
         let cluster = match &t.cluster {
             ClusterScope::One(c) => c.as_ref(),
             ClusterScope::Wildcard => "*",
         };
-        crate::authn::authorize(&t.shard, cluster, user, req)
+        t.shard.auth.authorize(cluster, user, attrs)
     }
 }
 
@@ -235,17 +235,9 @@ async fn handle_inner(
         tokio::time::sleep(latency).await;
     }
     if !ri.resource_request {
-        let authz = AuthzRequest {
-            verb: &ri.verb,
-            group: "",
-            resource: "",
-            subresource: "",
-            namespace: "",
-            name: "",
-            path,
-            resource_request: false,
-        };
-        target.surface.authorize(target, &user, &authz)?;
+        target
+            .surface
+            .authorize(target, &user, &Attributes::non_resource(&ri.verb, path))?;
         return discovery::non_resource(target, method, headers, path, ri).await;
     }
     let accept = headers
@@ -270,17 +262,16 @@ async fn handle_inner(
     {
         return Err(e);
     }
-    let authz = AuthzRequest {
-        verb: &ri.verb,
-        group: &ri.group,
-        resource: &ri.resource,
-        subresource: &ri.subresource,
-        namespace: if info.namespaced { &ri.namespace } else { "" },
-        name: &ri.name,
-        path,
-        resource_request: true,
-    };
-    target.surface.authorize(target, &user, &authz)?;
+    let attrs = crate::authn::resource_attributes(
+        &ri.verb,
+        &ri.group,
+        &ri.version,
+        &ri.resource,
+        &ri.subresource,
+        if info.namespaced { &ri.namespace } else { "" },
+        &ri.name,
+    );
+    target.surface.authorize(target, &user, &attrs)?;
     if info.namespaced && ri.namespace.is_empty() && !matches!(ri.verb.as_str(), "list" | "watch") {
         // Namespaced objects are addressed under `/namespaces/<ns>/`; the bare path only lists.
         return Err(ApiError::no_route());

@@ -11,7 +11,7 @@ use super::read::{Selectors, object_response, scale_of};
 use super::response::{Body, success_status, value_response};
 use crate::convert;
 use crate::error::{ApiError, ApiResult, Cause};
-use crate::identity::UserInfo;
+use crate::managed::FieldManager;
 use crate::registry::Strategy;
 use crate::storage::{ClusterApi, DeleteOptions, Deleted, Propagation};
 use crate::store::Precondition;
@@ -37,29 +37,28 @@ fn decode(cx: &Ctx<'_>, body: &Bytes) -> ApiResult<Value> {
 }
 
 /// The field manager of a write: `fieldManager`, else the User-Agent's program name (as kube-apiserver).
-fn field_manager(cx: &Ctx<'_>) -> ApiResult<Option<String>> {
-    if let Some(m) = cx.query.get("fieldManager") {
-        if m.len() > 128 {
-            return Err(ApiError::invalid(
+fn field_manager(cx: &Ctx<'_>) -> ApiResult<String> {
+    let param = cx.query.get("fieldManager");
+    if let Some(m) = param {
+        crate::patch::validate_field_manager(m).map_err(|msg| {
+            let (field, message) = msg.split_once(": ").unwrap_or(("fieldManager", &msg));
+            ApiError::invalid(
                 "meta.k8s.io",
                 "PatchOptions",
                 "",
                 vec![Cause {
-                    reason: "FieldValueTooLong".into(),
-                    message: "Too long: may not be more than 128 bytes".into(),
-                    field: "fieldManager".into(),
+                    reason: "FieldValueInvalid".into(),
+                    message: message.to_string(),
+                    field: field.to_string(),
                 }],
-            ));
-        }
-        return Ok(Some(m.to_string()));
+            )
+        })?;
     }
     let ua = cx
         .headers
         .get(http::header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    let name = ua.split('/').next().unwrap_or_default();
-    Ok((!name.is_empty()).then(|| name.to_string()))
+        .and_then(|v| v.to_str().ok());
+    Ok(crate::patch::update_manager_name(param, ua))
 }
 
 fn api<'a>(cx: &'a Ctx<'_>) -> ApiResult<ClusterApi<'a>> {
@@ -75,6 +74,7 @@ pub(crate) fn create(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         (Strategy::ServiceAccount, "token") => return token_request(cx, body),
         (Strategy::TokenReview, "") => return token_review(cx, body),
         (Strategy::AccessReview, "") => return access_review(cx, body),
+        (Strategy::SelfSubjectReview, "") => return self_subject_review(cx),
         (_, "") => {}
         _ => {
             return Err(ApiError::method_not_supported(
@@ -93,7 +93,12 @@ pub(crate) fn create(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
     }
     let obj = decode(cx, &body)?;
     let manager = field_manager(cx)?;
-    let o = api(cx)?.create_with(&cx.info, cx.namespace(), obj, manager.as_deref())?;
+    let o = api(cx)?.create_with(
+        &cx.info,
+        cx.namespace(),
+        obj,
+        FieldManager::Record(&manager),
+    )?;
     Ok(object_response(cx, 201, &o))
 }
 
@@ -183,7 +188,7 @@ pub(crate) fn update(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         &cx.ri.name,
         obj,
         sub,
-        manager.as_deref(),
+        FieldManager::Record(&manager),
     )?;
     Ok(object_response(cx, 200, &o))
 }
@@ -231,17 +236,9 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         };
         let Some(cur) = cur else {
             // Server-side apply creates what does not exist.
-            let mut obj = crate::patching::apply(
-                &cx.info,
-                None,
-                &body,
-                manager.as_deref().unwrap_or_default(),
-                force,
-                None,
-            )?;
+            let mut obj = crate::patching::apply(&cx.info, None, &body, &manager, force, None)?;
             crate::meta::set_meta(&mut obj, "name", Some(json!(name)));
-            // The apply recorded its managedFields entry; the create must not add an Update one.
-            match a.create_with(&cx.info, ns, obj, None) {
+            match a.create_with(&cx.info, ns, obj, FieldManager::Keep) {
                 Ok(o) => return Ok(object_response(cx, 201, &o)),
                 Err(e) if e.code == 409 && e.reason == "AlreadyExists" => continue,
                 Err(e) => return Err(e),
@@ -253,17 +250,15 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
             let patched = crate::patching::patch(fmt, &cx.info, &scale, &body)?;
             return write_scale(cx, &patched);
         }
-        let new = if fmt == BodyFormat::ApplyPatch {
-            crate::patching::apply(
-                &cx.info,
-                Some(&current),
-                &body,
-                manager.as_deref().unwrap_or_default(),
-                force,
-                sub,
-            )?
+        let (new, recorded) = if fmt == BodyFormat::ApplyPatch {
+            let new =
+                crate::patching::apply(&cx.info, Some(&current), &body, &manager, force, sub)?;
+            (new, FieldManager::Keep)
         } else {
-            crate::patching::patch(fmt, &cx.info, &current, &body)?
+            (
+                crate::patching::patch(fmt, &cx.info, &current, &body)?,
+                FieldManager::Record(&manager),
+            )
         };
         let cur_rv = cur.rv.to_string();
         let patch_set_rv = new
@@ -274,13 +269,7 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         if new.pointer("/metadata/resourceVersion").is_none() {
             crate::meta::set_meta(&mut new, "resourceVersion", Some(json!(cur_rv)));
         }
-        // An apply recorded its managedFields entry itself; other patches are recorded as updates.
-        let record_as = if fmt == BodyFormat::ApplyPatch {
-            None
-        } else {
-            manager.as_deref()
-        };
-        match a.update_with_manager(&cx.info, ns, name, new, sub, record_as) {
+        match a.update_with_manager(&cx.info, ns, name, new, sub, recorded) {
             Err(e) if e.code == 409 && e.reason == "Conflict" && !patch_set_rv => continue,
             Err(e) => return Err(e),
             Ok(o) => return Ok(object_response(cx, 200, &o)),
@@ -418,173 +407,59 @@ pub(crate) fn delete_collection(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response
 fn token_request(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
     let cluster = cx.cluster()?;
     let req = decode(cx, &body)?;
-    let sa = cx
-        .target
-        .shard
-        .api(cluster)
-        .get(&cx.info, cx.namespace(), &cx.ri.name)?;
-    let exp = req
-        .pointer("/spec/expirationSeconds")
-        .and_then(Value::as_i64)
-        .unwrap_or(3600);
-    if exp < 600 {
-        return Err(ApiError::invalid(
-            "authentication.k8s.io",
-            "TokenRequest",
-            &cx.ri.name,
-            vec![Cause {
-                reason: "FieldValueInvalid".into(),
-                message: format!(
-                    "Invalid value: {exp}: may not specify a duration less than 10 minutes"
-                ),
-                field: "spec.expirationSeconds".into(),
-            }],
-        ));
-    }
-    let audiences: Vec<String> = req
-        .pointer("/spec/audiences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    let minted = cx.target.shard.auth.mint(
-        cluster,
+    let auth = &cx.target.shard.auth;
+    let lookup = crate::authn::ShardLookup(&cx.target.shard);
+    let resp = crate::auth::token_request::create_token(
+        auth.authenticator().issuer(),
+        auth.token_cluster(cluster),
         cx.namespace(),
         &cx.ri.name,
-        &sa.uid,
-        &audiences,
-        exp,
+        &req,
+        &lookup,
     )?;
-    let ts = jiff::Timestamp::from_second(minted.expires)
-        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_default();
-    let mut out = req.clone();
-    out["apiVersion"] = json!("authentication.k8s.io/v1");
-    out["kind"] = json!("TokenRequest");
-    crate::meta::set_meta(&mut out, "name", Some(json!(cx.ri.name)));
-    crate::meta::set_meta(&mut out, "namespace", Some(json!(cx.ri.namespace)));
-    crate::meta::set_meta(&mut out, "creationTimestamp", Some(Value::Null));
-    out["spec"]["expirationSeconds"] = json!(exp);
-    if out.pointer("/spec/audiences").is_none() {
-        out["spec"]["audiences"] = json!(audiences);
+    let mut r = value_response(201, &resp.body, cx.output);
+    for w in resp.warnings {
+        if let Ok(v) = http::HeaderValue::from_str(&format!("299 - \"{w}\"")) {
+            r.headers_mut().append(http::header::WARNING, v);
+        }
     }
-    out["status"] = json!({"token": minted.token, "expirationTimestamp": ts});
-    Ok(value_response(201, &out, cx.output))
-}
-
-fn user_json(u: &UserInfo) -> Value {
-    let mut v = json!({"username": u.name, "groups": u.groups});
-    if !u.uid.is_empty() {
-        v["uid"] = json!(u.uid);
-    }
-    if !u.extra.is_empty() {
-        v["extra"] = json!(u.extra);
-    }
-    v
+    Ok(r)
 }
 
 /// `POST tokenreviews`.
 fn token_review(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
-    let mut req = decode(cx, &body)?;
-    let token = req
-        .pointer("/spec/token")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let status = match cx.target.shard.auth.token_user(&token) {
-        Ok(u) => {
-            json!({"authenticated": true, "user": user_json(&u), "audiences": req.pointer("/spec/audiences").cloned().unwrap_or(json!([]))})
-        }
-        Err(_) => json!({"authenticated": false, "error": "invalid bearer token", "user": {}}),
-    };
-    req["apiVersion"] = json!("authentication.k8s.io/v1");
-    req["kind"] = json!("TokenReview");
-    crate::meta::set_meta(&mut req, "creationTimestamp", Some(Value::Null));
-    req["status"] = status;
-    Ok(value_response(201, &req, cx.output))
+    let req = decode(cx, &body)?;
+    let lookup = crate::authn::ShardLookup(&cx.target.shard);
+    let out = crate::auth::token_review::review_token(
+        cx.target.shard.auth.authenticator(),
+        &req,
+        &lookup,
+    )?;
+    Ok(value_response(201, &out, cx.output))
 }
 
-/// `POST (self|local)subjectaccessreviews`.
+/// `POST selfsubjectreviews` (`kubectl auth whoami`).
+fn self_subject_review(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
+    Ok(value_response(
+        201,
+        &crate::auth::token_review::self_subject_review(cx.user),
+        cx.output,
+    ))
+}
+
+/// `POST (self|local)subjectaccessreviews`, `selfsubjectrulesreviews`.
 fn access_review(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
-    let mut req = decode(cx, &body)?;
-    let spec = req.get("spec").cloned().unwrap_or(json!({}));
-    let user = if cx.info.resource == "selfsubjectaccessreviews" {
-        cx.user.clone()
-    } else {
-        UserInfo {
-            name: spec
-                .get("user")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            uid: spec
-                .get("uid")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            groups: spec
-                .get("groups")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|g| g.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            extra: Default::default(),
+    let req = decode(cx, &body)?;
+    let rbac = cx.target.shard.auth.rbac(cx.cluster()?);
+    use crate::auth::review;
+    let out = match cx.info.resource.as_str() {
+        "subjectaccessreviews" => review::subject_access_review(&rbac, &req)?,
+        "localsubjectaccessreviews" => {
+            review::local_subject_access_review(&rbac, &cx.ri.namespace, &req)?
         }
+        "selfsubjectaccessreviews" => review::self_subject_access_review(&rbac, cx.user, &req)?,
+        "selfsubjectrulesreviews" => review::self_subject_rules_review(&rbac, cx.user, &req)?,
+        _ => return Err(ApiError::no_route()),
     };
-    let ra = spec.get("resourceAttributes");
-    let nra = spec.get("nonResourceAttributes");
-    let s = |v: Option<&Value>, f: &str| {
-        v.and_then(|x| x.get(f))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let mut namespace = s(ra, "namespace");
-    if cx.info.resource == "localsubjectaccessreviews" {
-        namespace = cx.ri.namespace.clone();
-    }
-    let (verb, group, resource, sub, name, path) = if ra.is_some() {
-        (
-            s(ra, "verb"),
-            s(ra, "group"),
-            s(ra, "resource"),
-            s(ra, "subresource"),
-            s(ra, "name"),
-            String::new(),
-        )
-    } else {
-        (
-            s(nra, "verb"),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            s(nra, "path"),
-        )
-    };
-    let authz = crate::authn::AuthzRequest {
-        verb: &verb,
-        group: &group,
-        resource: &resource,
-        subresource: &sub,
-        namespace: &namespace,
-        name: &name,
-        path: &path,
-        resource_request: ra.is_some(),
-    };
-    let status = match cx.target.surface.authorize(cx.target, &user, &authz) {
-        Ok(()) => json!({"allowed": true}),
-        Err(e) => json!({"allowed": false, "reason": e.message}),
-    };
-    req["apiVersion"] = json!("authorization.k8s.io/v1");
-    req["kind"] = json!(cx.info.kind);
-    crate::meta::set_meta(&mut req, "creationTimestamp", Some(Value::Null));
-    req["status"] = status;
-    Ok(value_response(201, &req, cx.output))
+    Ok(value_response(201, &out, cx.output))
 }

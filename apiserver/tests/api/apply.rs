@@ -246,3 +246,181 @@ async fn patch_errors_match_kube_apiserver() {
         (400, "metadata.managedFields must be nil")
     );
 }
+
+// Server-side apply and JSON patch through typed clients.
+
+fn ssa_cm(data: serde_json::Value) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": data})
+}
+
+#[tokio::test]
+async fn apply_creates_removes_omitted_fields_and_refuses_conflicts() {
+    let c = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(c.client());
+    let alice = PatchParams::apply("alice");
+    let o = api
+        .patch(
+            "ssa",
+            &alice,
+            &Patch::Apply(ssa_cm(json!({"a": "1", "b": "2"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(o.data.as_ref().unwrap().len(), 2);
+    let mf = o.metadata.managed_fields.as_ref().unwrap();
+    assert_eq!(
+        (mf[0].manager.as_deref(), mf[0].operation.as_deref()),
+        (Some("alice"), Some("Apply"))
+    );
+
+    // Omitting a field alice applied before removes it.
+    let o = api
+        .patch("ssa", &alice, &Patch::Apply(ssa_cm(json!({"a": "1"}))))
+        .await
+        .unwrap();
+    assert_eq!(o.data.unwrap().keys().collect::<Vec<_>>(), ["a"]);
+
+    // Another manager changing alice's field conflicts...
+    let bob = PatchParams::apply("bob");
+    let s = status(
+        api.patch("ssa", &bob, &Patch::Apply(ssa_cm(json!({"a": "other"}))))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
+    assert!(
+        s.message.contains("conflict with \"alice\""),
+        "{}",
+        s.message
+    );
+    assert_eq!(s.details.unwrap().causes[0].field, ".data.a");
+    // ...unless forced, which takes ownership.
+    let o = api
+        .patch(
+            "ssa",
+            &bob.clone().force(),
+            &Patch::Apply(ssa_cm(json!({"a": "other"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(o.data.unwrap()["a"], "other");
+    // Bob applying the same value as alice would not conflict: shared ownership.
+    let o = api
+        .patch("ssa", &alice, &Patch::Apply(ssa_cm(json!({"c": "3"}))))
+        .await
+        .unwrap();
+    assert_eq!(
+        o.data.unwrap().get("a").map(String::as_str),
+        Some("other"),
+        "alice no longer owns a"
+    );
+}
+
+#[tokio::test]
+async fn json_patch_and_update_managers() {
+    let c = cluster().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(c.client());
+    api.create(
+        &PostParams {
+            field_manager: Some("creator".into()),
+            ..Default::default()
+        },
+        &serde_json::from_value(ssa_cm(json!({"a": "1"}))).unwrap(),
+    )
+    .await
+    .unwrap();
+    let p: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": "/data/a", "value": "1"},
+        {"op": "add", "path": "/data/b", "value": "2"},
+        {"op": "remove", "path": "/data/a"}
+    ]))
+    .unwrap();
+    let o = api
+        .patch(
+            "ssa",
+            &PatchParams {
+                field_manager: Some("patcher".into()),
+                ..Default::default()
+            },
+            &Patch::<()>::Json(p),
+        )
+        .await
+        .unwrap();
+    assert_eq!(o.data.as_ref().unwrap().keys().collect::<Vec<_>>(), ["b"]);
+    let managers: Vec<String> = o
+        .metadata
+        .managed_fields
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert!(managers.contains(&"patcher".to_string()), "{managers:?}");
+
+    let failing: json_patch::Patch =
+        serde_json::from_value(json!([{"op": "test", "path": "/data/b", "value": "nope"}]))
+            .unwrap();
+    let s = status(
+        api.patch("ssa", &PatchParams::default(), &Patch::<()>::Json(failing))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(s.code, 422, "{}", s.message);
+}
+
+#[tokio::test]
+async fn apply_to_builtins_with_list_maps_and_status() {
+    let c = cluster().await;
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::default_namespaced(c.client());
+    let d = |image: &str, env: serde_json::Value| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "app"},
+               "spec": {"selector": {"matchLabels": {"app": "a"}},
+                        "template": {"metadata": {"labels": {"app": "a"}},
+                                     "spec": {"containers": [{"name": "main", "image": image, "env": env}]}}}})
+    };
+    let pp = PatchParams::apply("operator");
+    api.patch(
+        "app",
+        &pp,
+        &Patch::Apply(d(
+            "nginx:1",
+            json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]),
+        )),
+    )
+    .await
+    .unwrap();
+    // Another manager adds an env var to the same container: merged by the list-map key.
+    api.patch("app", &PatchParams::apply("sidecar"), &Patch::Apply(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "app"},
+        "spec": {"template": {"spec": {"containers": [{"name": "main", "env": [{"name": "C", "value": "3"}]}]}}}})))
+        .await
+        .unwrap();
+    let o = api
+        .patch(
+            "app",
+            &pp,
+            &Patch::Apply(d("nginx:2", json!([{"name": "A", "value": "1"}]))),
+        )
+        .await
+        .unwrap();
+    let c0 = &o.spec.template.spec.as_ref().unwrap().containers[0];
+    assert_eq!(c0.image.as_deref(), Some("nginx:2"));
+    let names: Vec<&str> = c0
+        .env
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["A", "C"],
+        "B was dropped by its only manager, C kept by its manager"
+    );
+    assert_eq!(o.metadata.generation, Some(3));
+    // Apply to /status writes only status.
+    let st = api
+        .patch_status("app", &PatchParams::apply("status-writer"), &Patch::Apply(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "app"}, "status": {"replicas": 4}})))
+        .await
+        .unwrap();
+    assert_eq!(st.status.unwrap().replicas, Some(4));
+    assert_eq!(st.metadata.generation, Some(3));
+}

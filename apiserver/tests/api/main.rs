@@ -8,4 +8,5 @@ mod delete;
 mod discovery;
 mod faults;
 mod multi;
+mod rbac;
 mod watch;

@@ -71,18 +71,37 @@ async fn service_account_tokens_work_only_on_their_cluster() {
     )
     .await
     .unwrap();
-    let tr: TokenRequest = serde_json::from_value(json!({"spec": {"audiences": ["https://kubernetes.default.svc"], "expirationSeconds": 3600}})).unwrap();
+    // Without audiences the token is for the API server itself.
+    let tr: TokenRequest =
+        serde_json::from_value(json!({"spec": {"expirationSeconds": 3600}})).unwrap();
     let tr = sas
         .create_token_request("bot", &PostParams::default(), &tr)
         .await
         .unwrap();
     let token = tr.status.unwrap().token.unwrap_or_default();
-    assert!(!token.is_empty());
+    assert_eq!(token.split('.').count(), 3, "a JWT");
+    // A token for another audience does not authenticate API requests.
+    let other: TokenRequest =
+        serde_json::from_value(json!({"spec": {"audiences": ["vault"]}})).unwrap();
+    let other = sas
+        .create_token_request("bot", &PostParams::default(), &other)
+        .await
+        .unwrap();
+    let other = other.status.unwrap().token.unwrap_or_default();
+    let with_other: Api<ServiceAccount> = Api::default_namespaced(a.client_for(&other));
+    assert_eq!(
+        code(with_other.list(&ListParams::default()).await.unwrap_err()),
+        401
+    );
 
     let on_a: Api<ServiceAccount> = Api::default_namespaced(a.client_for(&token));
     // The token authenticates on A (its permissions are RBAC's business).
-    let r = on_a.list(&ListParams::default()).await;
-    assert_ne!(r.map(|_| 200).unwrap_or_else(code), 401);
+    let s = status(on_a.list(&ListParams::default()).await.unwrap_err());
+    assert_eq!(s.code, 403, "authenticated, but RBAC grants nothing yet");
+    assert_eq!(
+        s.message,
+        "serviceaccounts is forbidden: User \"system:serviceaccount:default:bot\" cannot list resource \"serviceaccounts\" in API group \"\" in the namespace \"default\""
+    );
     let on_b: Api<ServiceAccount> = Api::default_namespaced(b.client_for(&token));
     assert_eq!(
         code(on_b.list(&ListParams::default()).await.unwrap_err()),
