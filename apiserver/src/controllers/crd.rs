@@ -158,6 +158,23 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A CRD schema with `apiVersion` and `kind` declared, as kube-apiserver completes every custom
+/// resource's structural schema (authors rarely declare them; server-side apply needs them typed).
+fn with_type_meta(schema: &Value) -> Value {
+    let mut s = schema.clone();
+    if s.get("properties").is_none() && s.get("x-kubernetes-preserve-unknown-fields").is_none() {
+        s["properties"] = serde_json::json!({});
+    }
+    if let Some(props) = s.get_mut("properties").and_then(Value::as_object_mut) {
+        for f in ["apiVersion", "kind"] {
+            props
+                .entry(f)
+                .or_insert_with(|| serde_json::json!({"type": "string"}));
+        }
+    }
+    s
+}
+
 /// The resources a CRD serves, one per served version.
 pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
     let group = s(crd, "/spec/group").to_string();
@@ -245,7 +262,7 @@ pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                 .map(Arc::new),
             field_selectors,
             shape: Arc::new(match &schema {
-                Some(sc) => crate::patch::TypeShape::from_crd_schema(sc),
+                Some(sc) => crate::patch::TypeShape::from_crd_schema(&with_type_meta(sc)),
                 None => crate::patch::TypeShape::untyped().with_strategic_merge(false),
             }),
             openapi_schema: schema.map(Arc::new),

@@ -1,0 +1,329 @@
+//! The real `kubectl` against the embedded API server.
+//!
+//! Fails when kubectl is missing, unless `SKIP_KUBECTL=1` is set.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use service_provider_apiserver::{ApiServer, Cluster};
+
+struct Kubectl {
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    fn new(c: &Cluster, dir: &Path) -> Self {
+        let kubeconfig = dir.join("kubeconfig");
+        c.write_kubeconfig(&kubeconfig).unwrap();
+        Kubectl { kubeconfig }
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("kubectl");
+        cmd.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
+        cmd
+    }
+
+    /// Runs kubectl in a blocking thread; returns (success, stdout, stderr).
+    async fn run(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+        let mut cmd = self.cmd(args);
+        let input = stdin.map(str::to_string);
+        tokio::task::spawn_blocking(move || {
+            cmd.stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+            let mut child = cmd.spawn().expect("kubectl runs");
+            if let Some(i) = input {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(i.as_bytes()).unwrap();
+            }
+            let out = child.wait_with_output().unwrap();
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stdout).to_string(),
+                String::from_utf8_lossy(&out.stderr).to_string(),
+            )
+        })
+        .await
+        .unwrap()
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args, None).await;
+        assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
+        out
+    }
+
+    async fn ok_stdin(&self, args: &[&str], stdin: &str) -> String {
+        let (ok, out, err) = self.run(args, Some(stdin)).await;
+        assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
+        out
+    }
+}
+
+fn kubectl_available() -> bool {
+    if Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return true;
+    }
+    if std::env::var("SKIP_KUBECTL").as_deref() == Ok("1") {
+        eprintln!("kubectl not found; skipped because SKIP_KUBECTL=1");
+        return false;
+    }
+    panic!("kubectl is not installed; install it or set SKIP_KUBECTL=1 to skip this test");
+}
+
+/// CRDs generated into `manifests/` by the macro (empty when there are none yet).
+fn manifest_crds() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests");
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "crd.yaml") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The CRD the object tests use: Velero from the manifests when present, else our own.
+const OWN_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: veleros.velero.services.open-control-plane.io
+spec:
+  group: velero.services.open-control-plane.io
+  names: {kind: Velero, plural: veleros, singular: velero, shortNames: [vel]}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Version, type: string, jsonPath: .spec.version}
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    schema:
+      openAPIV3Schema:
+        type: object
+        required: [spec]
+        properties:
+          spec:
+            type: object
+            required: [version]
+            properties:
+              version: {type: string}
+          status:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+"#;
+
+const CR: &str = "velero.velero.services.open-control-plane.io";
+
+fn velero(version: &str) -> String {
+    format!(
+        "apiVersion: velero.services.open-control-plane.io/v1alpha1\nkind: Velero\nmetadata:\n  name: tenant-a\nspec:\n  version: \"{version}\"\n"
+    )
+}
+
+// Multi-threaded: the test thread blocks on kubectl's output while the server keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_drives_the_embedded_api_server() {
+    if !kubectl_available() {
+        return;
+    }
+    let c = ApiServer::start().await.unwrap();
+    let dir = std::env::temp_dir().join(format!(
+        "sp-kubectl-{}-{}",
+        std::process::id(),
+        c.endpoint().addr().port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let k = Kubectl::new(&c, &dir);
+
+    // Discovery-driven commands.
+    let out = k.ok(&["get", "namespaces"]).await;
+    assert!(
+        out.contains("kube-system") && out.contains("Active"),
+        "{out}"
+    );
+    let out = k.ok(&["api-resources"]).await;
+    assert!(
+        out.contains("deployments") && out.contains("customresourcedefinitions"),
+        "{out}"
+    );
+
+    // Every generated CRD applies and becomes Established.
+    let crds = manifest_crds();
+    let mut velero_from_manifests = false;
+    for crd in &crds {
+        let path = crd.to_string_lossy().to_string();
+        k.ok(&["apply", "-f", &path]).await;
+        let name = k
+            .ok(&["get", "-f", &path, "-o", "jsonpath={.metadata.name}"])
+            .await;
+        k.ok(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=10s",
+            &format!("crd/{name}"),
+        ])
+        .await;
+        velero_from_manifests |= name == "veleros.velero.services.open-control-plane.io";
+    }
+    if !velero_from_manifests {
+        k.ok_stdin(&["apply", "-f", "-"], OWN_CRD).await;
+        k.ok(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=10s",
+            "crd/veleros.velero.services.open-control-plane.io",
+        ])
+        .await;
+    }
+    let out = k.ok(&["explain", "veleros.spec"]).await;
+    assert!(out.contains("version"), "{out}");
+
+    // Client-side apply, get, describe.
+    k.ok_stdin(&["apply", "-f", "-"], &velero("1.14.0")).await;
+    let out = k.ok(&["get", "veleros"]).await;
+    assert!(
+        out.contains("tenant-a") && out.contains("1.14.0"),
+        "printer columns: {out}"
+    );
+    let out = k.ok(&["get", CR, "tenant-a", "-o", "yaml"]).await;
+    assert!(
+        out.contains("kubectl.kubernetes.io/last-applied-configuration"),
+        "{out}"
+    );
+    let out = k.ok(&["describe", CR, "tenant-a"]).await;
+    assert!(
+        out.contains("Name:") && out.contains("tenant-a") && out.contains("1.14.0"),
+        "{out}"
+    );
+
+    // `get -w` sees an update made meanwhile.
+    let mut watch = k
+        .cmd(&[
+            "get",
+            CR,
+            "tenant-a",
+            "-w",
+            "-o",
+            "jsonpath={.spec.version}{\"\\n\"}",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = watch.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let first = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the watch prints the object");
+    assert_eq!(first, "1.14.0");
+    k.ok_stdin(&["apply", "-f", "-"], &velero("1.15.0")).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx.recv_timeout(left).expect("the watch prints the update");
+        if line == "1.15.0" {
+            break;
+        }
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+
+    // Server-side apply takes over from client-side apply.
+    let out = k
+        .ok_stdin(
+            &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+            &velero("1.16.0"),
+        )
+        .await;
+    assert!(out.contains("serverside-applied"), "{out}");
+    let out = k
+        .ok(&["get", CR, "tenant-a", "-o", "jsonpath={.spec.version}"])
+        .await;
+    assert_eq!(out, "1.16.0");
+
+    // wait --for=condition on status set through the status subresource.
+    k.ok(&[
+        "patch", CR, "tenant-a", "--subresource=status", "--type=merge", "-p",
+        r#"{"status":{"conditions":[{"type":"Ready","status":"True","reason":"Installed","message":"ok","lastTransitionTime":"2024-01-01T00:00:00Z"}]}}"#,
+    ])
+    .await;
+    k.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "--timeout=10s",
+        &format!("{CR}/tenant-a"),
+    ])
+    .await;
+
+    // A schema violation is refused with the field named.
+    let bad = "apiVersion: velero.services.open-control-plane.io/v1alpha1\nkind: Velero\nmetadata:\n  name: broken\nspec:\n  plugins: []\n";
+    let (ok, out, err) = k.run(&["apply", "-f", "-"], Some(bad)).await;
+    assert!(!ok, "an object without spec.version is refused: {out}");
+    assert!(
+        err.contains("spec.version"),
+        "the message names the field: {err}"
+    );
+
+    // Delete and wait for it to be gone.
+    k.ok(&["delete", CR, "tenant-a", "--wait=false"]).await;
+    k.ok(&[
+        "wait",
+        "--for=delete",
+        "--timeout=10s",
+        &format!("{CR}/tenant-a"),
+    ])
+    .await;
+    let (ok, _, err) = k.run(&["get", CR, "tenant-a"], None).await;
+    assert!(!ok && err.contains("NotFound"), "{err}");
+
+    // Built-ins through kubectl as well.
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: \"1\"\n",
+    )
+    .await;
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: \"2\"\n",
+    )
+    .await;
+    let out = k
+        .ok(&["get", "configmap", "settings", "-o", "jsonpath={.data.a}"])
+        .await;
+    assert_eq!(out, "2");
+    k.ok(&["delete", "configmap", "settings"]).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
