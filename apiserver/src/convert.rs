@@ -73,11 +73,23 @@ pub fn stored_form_matches(info: &ResourceInfo, obj: &StoredObject) -> bool {
         return false;
     }
     const PREFIX: &[u8] = b"{\"apiVersion\":\"";
-    let av = info.api_version();
-    let b = &obj.bytes[..];
-    b.starts_with(PREFIX)
-        && b[PREFIX.len()..].starts_with(av.as_bytes())
-        && b.get(PREFIX.len() + av.len()) == Some(&b'"')
+    let Some(rest) = obj.bytes.strip_prefix(PREFIX) else {
+        return false;
+    };
+    // `<group>/<version>"` or `<version>"`, compared without building the string.
+    let rest = if info.group.is_empty() {
+        rest
+    } else {
+        match rest
+            .strip_prefix(info.group.as_bytes())
+            .and_then(|r| r.strip_prefix(b"/"))
+        {
+            Some(r) => r,
+            None => return false,
+        }
+    };
+    rest.strip_prefix(info.version.as_bytes())
+        .is_some_and(|r| r.first() == Some(&b'"'))
 }
 
 /// The stored object as served in `info`'s version: the stored bytes themselves when no conversion

@@ -471,3 +471,75 @@ async fn namespaces_exist_and_cluster_scoped_objects_work() {
     .await
     .unwrap();
 }
+
+#[tokio::test]
+async fn events_in_both_apis_leases_and_services() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use k8s_openapi::api::core::v1::{Event as CoreEvent, Service};
+    use k8s_openapi::api::events::v1::Event;
+    let c = cluster().await;
+    let client = c.client();
+    // An events.k8s.io event (what kube-runtime's Recorder writes) is a core/v1 event too.
+    let ev: Event = serde_json::from_value(json!({
+        "metadata": {"name": "web.1"},
+        "eventTime": "2024-01-01T00:00:00.000000Z",
+        "reason": "Scaled", "note": "scaled to 3", "type": "Normal", "action": "Scale",
+        "reportingController": "example.com/operator", "reportingInstance": "op-1",
+        "regarding": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "default", "uid": "u1"}
+    }))
+    .unwrap();
+    let events: Api<Event> = Api::default_namespaced(client.clone());
+    events.create(&PostParams::default(), &ev).await.unwrap();
+    let core: Api<CoreEvent> = Api::default_namespaced(client.clone());
+    let l = core
+        .list(
+            &ListParams::default().fields("involvedObject.name=web,involvedObject.kind=Deployment"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(l.items.len(), 1);
+    assert_eq!(l.items[0].message.as_deref(), Some("scaled to 3"));
+    assert_eq!(
+        l.items[0].reporting_component.as_deref(),
+        Some("example.com/operator")
+    );
+    assert!(
+        core.list(&ListParams::default().fields("involvedObject.name=other"))
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let back = events.get("web.1").await.unwrap();
+    assert_eq!(back.note.as_deref(), Some("scaled to 3"));
+    assert_eq!(back.regarding.unwrap().name.as_deref(), Some("web"));
+
+    // Leases, as leader election uses them.
+    let leases: Api<Lease> = Api::default_namespaced(client.clone());
+    let lease: Lease = serde_json::from_value(json!({"metadata": {"name": "leader"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}})).unwrap();
+    let mut got = leases.create(&PostParams::default(), &lease).await.unwrap();
+    got.spec.as_mut().unwrap().holder_identity = Some("b".into());
+    let updated = leases
+        .replace("leader", &PostParams::default(), &got)
+        .await
+        .unwrap();
+    assert_eq!(updated.spec.unwrap().holder_identity.as_deref(), Some("b"));
+    assert_eq!(
+        code(
+            leases
+                .replace("leader", &PostParams::default(), &got)
+                .await
+                .unwrap_err()
+        ),
+        409
+    );
+
+    // Services get a cluster IP and defaults.
+    let svcs: Api<Service> = Api::default_namespaced(client);
+    let s: Service = serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})).unwrap();
+    let s = svcs.create(&PostParams::default(), &s).await.unwrap();
+    let spec = s.spec.unwrap();
+    assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
+    assert!(spec.cluster_ip.unwrap().starts_with("10.96."));
+    assert_eq!(spec.ports.unwrap()[0].protocol.as_deref(), Some("TCP"));
+}

@@ -1,0 +1,396 @@
+//! Throughput and memory of the embedded API server, measured with `kube::Client` over loopback
+//! HTTPS: GET/s, create/s, update/s, watch fan-out to 100 watchers, memory per stored 1 KiB object.
+//!
+//! `cargo bench -p service-provider-apiserver --bench server` (numbers, not pass/fail). Set
+//! `BENCH_SECONDS` to change the duration of the throughput phases (default 3).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::{PostParams, WatchEvent, WatchParams};
+use serde_json::json;
+use service_provider_apiserver::shard::DEFAULT_LOGICAL_CLUSTER;
+use service_provider_apiserver::{ApiServer, Cluster, storage};
+
+fn concurrency() -> usize {
+    std::env::var("BENCH_CONCURRENCY")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(32)
+}
+
+fn cm(name: &str, payload: usize) -> ConfigMap {
+    ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            "payload".to_string(),
+            "x".repeat(payload),
+        )])),
+        ..Default::default()
+    }
+}
+
+fn seconds() -> Duration {
+    Duration::from_secs(
+        std::env::var("BENCH_SECONDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3),
+    )
+}
+
+/// Runs `op(task, i)` from CONCURRENCY tasks until the duration is over; returns operations/s.
+async fn throughput<F, Fut>(op: F) -> (f64, f64, f64)
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let op = Arc::new(op);
+    let cpu0 = cpu_seconds();
+    let count = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + seconds();
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for t in 0..concurrency() {
+        let (op, count) = (op.clone(), count.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut i = 0u64;
+            while Instant::now() < deadline {
+                op(t, i).await;
+                i += 1;
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("benchmark task");
+    }
+    let n = count.load(Ordering::Relaxed) as f64;
+    (n / start.elapsed().as_secs_f64(), n, cpu_seconds() - cpu0)
+}
+
+async fn bench_get(c: &Cluster) {
+    let api: Api<ConfigMap> = Api::default_namespaced(c.client());
+    api.create(&PostParams::default(), &cm("target", 1024))
+        .await
+        .expect("create");
+    let (rate, ops, cpu) = throughput(move |_, _| {
+        let api = api.clone();
+        async move {
+            api.get("target").await.expect("get");
+        }
+    })
+    .await;
+    println!(
+        "GET (1 KiB ConfigMap), {} concurrent clients: {rate:.0} requests/s   (target >= 20000)",
+        concurrency()
+    );
+    cpu_report("GET", ops, cpu);
+}
+
+/// GETs with a bare hyper HTTP/1 client (one connection per task): the server's own cost without
+/// kube's client stack.
+async fn bench_raw_get(c: &Cluster) {
+    use http_body_util::BodyExt;
+    let api: Api<ConfigMap> = Api::default_namespaced(c.client());
+    let _ = api
+        .create(&PostParams::default(), &cm("target", 1024))
+        .await;
+    let addr = c.endpoint().addr();
+    let token = c.admin_token().to_string();
+    let cpu0 = cpu_seconds();
+    let count = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + seconds();
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency() {
+        let (count, token) = (count.clone(), token.clone());
+        tasks.push(tokio::spawn(async move {
+            let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            stream.set_nodelay(true).expect("nodelay");
+            let (mut send, conn) =
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                    .await
+                    .expect("handshake");
+            tokio::spawn(conn);
+            while Instant::now() < deadline {
+                let req = http::Request::get("/api/v1/namespaces/default/configmaps/target")
+                    .header("authorization", format!("Bearer {token}"))
+                    .header("host", "localhost")
+                    .body(http_body_util::Empty::<bytes::Bytes>::new())
+                    .expect("request");
+                let resp = send.send_request(req).await.expect("response");
+                let _ = resp.into_body().collect().await.expect("body");
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    let rate = count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
+    println!(
+        "GET with a bare hyper client (plain HTTP), {} connections: {rate:.0} requests/s",
+        concurrency()
+    );
+    cpu_report(
+        "bare GET",
+        count.load(Ordering::Relaxed) as f64,
+        cpu_seconds() - cpu0,
+    );
+}
+
+async fn bench_create(c: &Cluster) {
+    let api: Api<ConfigMap> = Api::default_namespaced(c.client());
+    let (rate, ops, cpu) = throughput(move |t, i| {
+        let api = api.clone();
+        async move {
+            api.create(&PostParams::default(), &cm(&format!("c-{t}-{i}"), 1024))
+                .await
+                .expect("create");
+        }
+    })
+    .await;
+    println!(
+        "create (1 KiB ConfigMap), {} concurrent clients: {rate:.0} requests/s   (target >= 5000)",
+        concurrency()
+    );
+    cpu_report("create", ops, cpu);
+}
+
+async fn bench_update(c: &Cluster) {
+    let api: Api<ConfigMap> = Api::default_namespaced(c.client());
+    let mut current = Vec::new();
+    for t in 0..concurrency() {
+        current.push(tokio::sync::Mutex::new(
+            api.create(&PostParams::default(), &cm(&format!("u-{t}"), 1024))
+                .await
+                .expect("create"),
+        ));
+    }
+    let current = Arc::new(current);
+    let (rate, ops, cpu) = throughput(move |t, i| {
+        let (api, current) = (api.clone(), current.clone());
+        async move {
+            let mut obj = current[t].lock().await;
+            let mut next = obj.clone();
+            next.data
+                .get_or_insert_default()
+                .insert("i".into(), i.to_string());
+            *obj = api
+                .replace(&format!("u-{t}"), &PostParams::default(), &next)
+                .await
+                .expect("update");
+        }
+    })
+    .await;
+    println!(
+        "update (1 KiB ConfigMap, optimistic concurrency), {} concurrent clients: {rate:.0} requests/s",
+        concurrency()
+    );
+    cpu_report("update", ops, cpu);
+}
+
+async fn bench_watch(c: &Cluster) {
+    const WATCHERS: usize = 100;
+    const EVENTS: usize = 10_000;
+    let ns = "watch-bench";
+    let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(c.client());
+    nss.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": ns}})).expect("ns"),
+    )
+    .await
+    .expect("create ns");
+    let api: Api<ConfigMap> = Api::namespaced(c.client(), ns);
+    let rv = c.shard().store().current_rv().to_string();
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(WATCHERS);
+    let mut watchers = Vec::new();
+    for _ in 0..WATCHERS {
+        // One client (connection) per watcher, as separate controllers would have.
+        let api: Api<ConfigMap> = Api::namespaced(c.client(), ns);
+        let rv = rv.clone();
+        let ready = ready_tx.clone();
+        watchers.push(tokio::spawn(async move {
+            let mut s = api
+                .watch(&WatchParams::default().timeout(290), &rv)
+                .await
+                .expect("watch")
+                .boxed();
+            let _ = ready.send(()).await;
+            let mut n = 0;
+            while n < EVENTS {
+                match s.next().await {
+                    Some(Ok(WatchEvent::Added(_))) => n += 1,
+                    Some(Ok(_)) => {}
+                    other => panic!("watch ended early: {other:?}"),
+                }
+            }
+            Instant::now()
+        }));
+    }
+    for _ in 0..WATCHERS {
+        ready_rx.recv().await.expect("watcher ready");
+    }
+    let _ = api;
+    // Writes go through the in-process API (same semantics as HTTP writes), so the measurement is
+    // the fan-out: encoding once, streaming to 100 connections, decoding in 100 kube clients.
+    let shard = c.shard().clone();
+    let cluster = shard
+        .logical_cluster(DEFAULT_LOGICAL_CLUSTER)
+        .expect("cluster");
+    let info = storage::core("configmaps");
+    let cpu0 = cpu_seconds();
+    let start = Instant::now();
+    for i in 0..EVENTS {
+        let obj = serde_json::to_value(cm(&format!("w-{i}"), 64)).expect("json");
+        shard.api(&cluster).create(&info, ns, obj).expect("create");
+    }
+    let written = start.elapsed();
+    let mut last = start;
+    for w in watchers {
+        last = last.max(w.await.expect("watcher"));
+    }
+    let total = last - start;
+    let cpu = cpu_seconds() - cpu0;
+    println!(
+        "watch: {EVENTS} events to each of {WATCHERS} watchers ({} deliveries): all delivered {:.3} s after the first write (writes took {:.3} s; target <= 1 s)",
+        EVENTS * WATCHERS,
+        total.as_secs_f64(),
+        written.as_secs_f64()
+    );
+    println!(
+        "    watch: {:.2} s CPU for writes, fan-out and decoding in 100 kube clients → {:.2} s if both cores were ours",
+        cpu,
+        cpu / 2.0
+    );
+}
+
+/// CPU time (user + system) this process has used, from /proc (10 ms resolution).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which is in parentheses and may contain spaces).
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Prints the CPU cost per operation of a phase (client and server together), which does not
+/// depend on how busy the shared machine is.
+fn cpu_report(what: &str, ops: f64, cpu: f64) {
+    if ops > 0.0 {
+        println!(
+            "    {what}: {:.1} µs CPU per operation (client + server) → {:.0}/s if both cores were ours",
+            cpu / ops * 1e6,
+            ops / cpu * 2.0
+        );
+    }
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+async fn bench_memory() {
+    const N: usize = 50_000;
+    // A cluster of its own with a history of one event, so the watch history holds no old versions.
+    let c = ApiServer::start_with(
+        "memory",
+        service_provider_apiserver::ClusterOptions::default().history(1),
+    )
+    .await
+    .expect("cluster");
+    let shard = c.shard().clone();
+    let cluster = shard
+        .logical_cluster(DEFAULT_LOGICAL_CLUSTER)
+        .expect("cluster");
+    let info = storage::core("configmaps");
+    let objs: Vec<serde_json::Value> = (0..N)
+        .map(|i| serde_json::to_value(cm(&format!("m-{i:06}"), 1024)).expect("json"))
+        .collect();
+    let before = rss_bytes();
+    let mut stored_bytes = 0usize;
+    for obj in objs {
+        let o = shard
+            .api(&cluster)
+            .create(&info, "default", obj)
+            .expect("create");
+        stored_bytes += o.bytes.len();
+    }
+    let after = rss_bytes();
+    let per_object = (after.saturating_sub(before)) as f64 / N as f64;
+    let json = stored_bytes as f64 / N as f64;
+    println!(
+        "memory: {N} ConfigMaps with 1 KiB of data: {per_object:.0} B resident per object; stored JSON {json:.0} B (incl. metadata and managedFields); overhead beyond the 1 KiB payload {:.0} B   (target <= 3072)",
+        per_object - 1024.0
+    );
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .next()
+        .unwrap_or("?")
+        .to_string()
+}
+
+fn main() {
+    println!(
+        "(machine load average at start: {} on {} cores; other work competes for the CPU)",
+        load_average(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = std::env::var("BENCH_WORKERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        b.worker_threads(n);
+    }
+    let rt = b.enable_all().build().expect("runtime");
+    rt.block_on(async {
+        // Memory first, before the throughput phases grow the allocator's pools.
+        let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+        let run = |name: &str| only.is_empty() || only.split(',').any(|o| o == name);
+        if run("memory") {
+            bench_memory().await;
+        }
+        let mut opts = service_provider_apiserver::ClusterOptions::default();
+        if std::env::var("BENCH_HTTP").as_deref() == Ok("1") {
+            opts = opts.http();
+        }
+        let c = ApiServer::start_with("bench", opts).await.expect("cluster");
+        if run("get") {
+            bench_get(&c).await;
+        }
+        if run("rawget") && std::env::var("BENCH_HTTP").as_deref() == Ok("1") {
+            bench_raw_get(&c).await;
+        }
+        if run("create") {
+            bench_create(&c).await;
+        }
+        if run("update") {
+            bench_update(&c).await;
+        }
+        if run("watch") {
+            bench_watch(&c).await;
+        }
+    });
+}
