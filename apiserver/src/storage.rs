@@ -13,9 +13,11 @@ use crate::error::{ApiError, ApiResult, Cause};
 use crate::managed::FieldManager;
 use crate::meta::{self, metadata_mut};
 use crate::registry::{ResourceInfo, Strategy};
+use crate::schema::FieldValidation;
 use crate::shard::Shard;
 use crate::store::{ObjKey, Precondition, StoreError, StoredObject, Write};
 use crate::strategy;
+use std::cell::RefCell;
 
 /// A built-in resource of the core group by plural name (for controllers).
 pub fn core(resource: &str) -> Arc<ResourceInfo> {
@@ -89,6 +91,8 @@ pub struct ClusterApi<'a> {
     user: UserInfo,
     dry_run: bool,
     manager: String,
+    field_validation: FieldValidation,
+    warnings: RefCell<Vec<String>>,
 }
 
 impl<'a> ClusterApi<'a> {
@@ -100,7 +104,30 @@ impl<'a> ClusterApi<'a> {
             user,
             dry_run: false,
             manager: "kube-controller-manager".into(),
+            field_validation: FieldValidation::Ignore,
+            warnings: RefCell::new(Vec::new()),
         }
+    }
+
+    /// How unknown fields in written objects are treated (`fieldValidation`; in-process callers
+    /// default to `Ignore`).
+    pub fn field_validation(mut self, fv: FieldValidation) -> Self {
+        self.field_validation = fv;
+        self
+    }
+
+    /// The warnings collected from writes so far (for `Warning` headers).
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut self.warnings.borrow_mut())
+    }
+
+    /// Prunes unknown fields (per `fieldValidation`) and applies schema defaults.
+    fn decode(&self, info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
+        if let Some(v) = &info.validator {
+            let w = v.decode(obj, self.field_validation)?;
+            self.warnings.borrow_mut().extend(w);
+        }
+        Ok(())
     }
 
     /// The field manager recorded for writes made with [`ClusterApi::create`], [`ClusterApi::update`]
@@ -201,13 +228,18 @@ impl<'a> ClusterApi<'a> {
     ) -> ApiResult<()> {
         let name = meta::meta_str(obj, "name").unwrap_or_default();
         let mut causes = Vec::new();
-        if old.is_none() {
-            causes.extend(validate_name(info, obj));
+        let schema_checks_metadata = info
+            .validator
+            .as_ref()
+            .is_some_and(|v| v.validates_metadata());
+        if !schema_checks_metadata {
+            if old.is_none() {
+                causes.extend(validate_name(info, obj));
+            }
+            causes.extend(validate_metadata(obj));
         }
-        causes.extend(validate_metadata(obj));
-        if let Some(v) = &info.validator
-            && (sub != Some("status") || info.strategy == Strategy::Custom)
-        {
+        let _ = sub;
+        if let Some(v) = &info.validator {
             causes.extend(v.validate(obj, old));
         }
         causes.extend(strategy::validate(info, obj, old));
@@ -261,6 +293,7 @@ impl<'a> ClusterApi<'a> {
         } else {
             ""
         };
+        self.decode(info, &mut obj)?;
         let generate = meta::meta_str(&obj, "name").is_none_or(str::is_empty)
             && meta::meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty());
         for attempt in 0..8 {
@@ -276,10 +309,6 @@ impl<'a> ClusterApi<'a> {
             }
             let name = meta::meta_str(&obj, "name").unwrap_or_default().to_string();
             strategy::prepare_create(info, &mut obj, ns);
-            if let Some(v) = &info.validator {
-                v.default(&mut obj);
-                v.prune(&mut obj);
-            }
             self.admit(
                 Operation::Create,
                 info,
@@ -453,13 +482,8 @@ impl<'a> ClusterApi<'a> {
         manager: FieldManager<'_>,
     ) -> ApiResult<Arc<StoredObject>> {
         let old = convert::served_value(info, cur);
+        self.decode(info, &mut obj)?;
         strategy::prepare_update(info, &mut obj, &old, sub);
-        if let Some(v) = &info.validator
-            && (sub.is_none() || info.strategy == Strategy::Custom)
-        {
-            v.default(&mut obj);
-            v.prune(&mut obj);
-        }
         self.admit(
             Operation::Update,
             info,

@@ -29,114 +29,16 @@ fn cause(reason: &str, field: impl Into<String>, message: impl Into<String>) -> 
     }
 }
 
-/// Validates a CRD as kube-apiserver does (the parts clients run into).
+/// Validates a CRD as kube-apiserver does: the `schema` module's checks on every write, plus the
+/// fields that may not change.
 pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
-    let mut out = Vec::new();
-    let group = s(crd, "/spec/group");
-    let plural = s(crd, "/spec/names/plural");
-    let kind = s(crd, "/spec/names/kind");
-    let name = s(crd, "/metadata/name");
-    if group.is_empty() {
-        out.push(cause("FieldValueRequired", "spec.group", "Required value"));
-    } else if !group.contains('.') {
-        out.push(cause(
-            "FieldValueInvalid",
-            "spec.group",
-            format!("Invalid value: {group:?}: should be a domain with at least one dot"),
-        ));
-    }
-    if plural.is_empty() {
-        out.push(cause(
-            "FieldValueRequired",
-            "spec.names.plural",
-            "Required value",
-        ));
-    }
-    if kind.is_empty() {
-        out.push(cause(
-            "FieldValueRequired",
-            "spec.names.kind",
-            "Required value",
-        ));
-    }
-    if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
-        out.push(cause(
-            "FieldValueInvalid",
-            "metadata.name",
-            format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"),
-        ));
-    }
-    let scope = s(crd, "/spec/scope");
-    if scope != "Namespaced" && scope != "Cluster" {
-        out.push(cause(
-            "FieldValueNotSupported",
-            "spec.scope",
-            format!("Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\""),
-        ));
-    }
-    let versions = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if versions.is_empty() {
-        out.push(cause(
-            "FieldValueRequired",
-            "spec.versions",
-            "Required value: must have exactly one version marked as storage version",
-        ));
-    } else if versions
-        .iter()
-        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-        .count()
-        != 1
-    {
-        out.push(cause(
-            "FieldValueInvalid",
-            "spec.versions",
-            format!(
-                "Invalid value: {}: must have exactly one version marked as storage version",
-                Value::Array(versions.clone())
-            ),
-        ));
-    }
-    let mut seen = BTreeSet::new();
-    for (i, v) in versions.iter().enumerate() {
-        let vn = s(v, "/name");
-        if !seen.insert(vn.to_string()) {
-            out.push(cause(
-                "FieldValueDuplicate",
-                format!("spec.versions[{i}].name"),
-                format!("Duplicate value: {vn:?}"),
-            ));
-        }
-        match v.pointer("/schema/openAPIV3Schema") {
-            None => out.push(cause(
-                "FieldValueRequired",
-                format!("spec.versions[{i}].schema.openAPIV3Schema"),
-                "Required value: schemas are required",
-            )),
-            Some(schema) => {
-                if let Err(errs) = Validator::compile(schema) {
-                    for mut e in errs {
-                        e.field = if e.field.is_empty() {
-                            format!("spec.versions[{i}].schema.openAPIV3Schema")
-                        } else {
-                            format!("spec.versions[{i}].schema.openAPIV3Schema.{}", e.field)
-                        };
-                        out.push(e);
-                    }
-                }
-            }
-        }
-    }
+    let mut out = crate::validation::validate_crd(crd);
     if let Some(old) = old {
         for (ptr, field) in [
             ("/spec/group", "spec.group"),
             ("/spec/names/plural", "spec.names.plural"),
-            ("/spec/scope", "spec.scope"),
         ] {
-            if old.pointer(ptr) != crd.pointer(ptr) && field != "spec.scope" {
+            if old.pointer(ptr) != crd.pointer(ptr) {
                 out.push(cause(
                     "FieldValueInvalid",
                     field,
@@ -191,6 +93,7 @@ pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
         .map(|v| s(v, "/name").to_string())
         .unwrap_or_default();
     let name = s(crd, "/metadata/name");
+    let validators = Validator::for_crd(crd);
     let mut out = Vec::new();
     for v in &versions {
         if v.get("served").and_then(Value::as_bool) != Some(true) {
@@ -256,10 +159,7 @@ pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
             strategy: Strategy::Custom,
             generation: true,
             printer_columns,
-            validator: schema
-                .as_ref()
-                .and_then(|sc| Validator::compile(sc).ok())
-                .map(Arc::new),
+            validator: validators.get(&version).cloned(),
             field_selectors,
             shape: Arc::new(match &schema {
                 Some(sc) => crate::patch::TypeShape::from_crd_schema(&with_type_meta(sc)),

@@ -64,8 +64,22 @@ fn field_manager(cx: &Ctx<'_>) -> ApiResult<String> {
 fn api<'a>(cx: &'a Ctx<'_>) -> ApiResult<ClusterApi<'a>> {
     Ok(
         ClusterApi::new(&cx.target.shard, cx.cluster()?.clone(), cx.user.clone())
-            .dry_run(cx.dry_run()?),
+            .dry_run(cx.dry_run()?)
+            .field_validation(crate::validation::field_validation(
+                cx.query.get("fieldValidation"),
+            )?),
     )
+}
+
+/// Adds kube-apiserver's `Warning: 299 - "<text>"` headers.
+fn with_warnings(mut r: Response<Body>, warnings: Vec<String>) -> Response<Body> {
+    for w in warnings {
+        let text = w.replace('"', "\\\"");
+        if let Ok(v) = http::HeaderValue::from_str(&format!("299 - \"{text}\"")) {
+            r.headers_mut().append(http::header::WARNING, v);
+        }
+    }
+    r
 }
 
 /// POST.
@@ -93,13 +107,17 @@ pub(crate) fn create(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
     }
     let obj = decode(cx, &body)?;
     let manager = field_manager(cx)?;
-    let o = api(cx)?.create_with(
+    let a = api(cx)?;
+    let o = a.create_with(
         &cx.info,
         cx.namespace(),
         obj,
         FieldManager::Record(&manager),
     )?;
-    Ok(object_response(cx, 201, &o))
+    Ok(with_warnings(
+        object_response(cx, 201, &o),
+        a.take_warnings(),
+    ))
 }
 
 fn subresource(cx: &Ctx<'_>) -> ApiResult<Option<&'static str>> {
@@ -182,7 +200,8 @@ pub(crate) fn update(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         return write_scale(cx, &obj);
     }
     let manager = field_manager(cx)?;
-    let o = api(cx)?.update_with_manager(
+    let a = api(cx)?;
+    let o = a.update_with_manager(
         &cx.info,
         cx.namespace(),
         &cx.ri.name,
@@ -190,7 +209,10 @@ pub(crate) fn update(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         sub,
         FieldManager::Record(&manager),
     )?;
-    Ok(object_response(cx, 200, &o))
+    Ok(with_warnings(
+        object_response(cx, 200, &o),
+        a.take_warnings(),
+    ))
 }
 
 /// PATCH: merge, JSON, strategic merge (built-ins only) and apply patches.
@@ -239,7 +261,12 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
             let mut obj = crate::patching::apply(&cx.info, None, &body, &manager, force, None)?;
             crate::meta::set_meta(&mut obj, "name", Some(json!(name)));
             match a.create_with(&cx.info, ns, obj, FieldManager::Keep) {
-                Ok(o) => return Ok(object_response(cx, 201, &o)),
+                Ok(o) => {
+                    return Ok(with_warnings(
+                        object_response(cx, 201, &o),
+                        a.take_warnings(),
+                    ));
+                }
                 Err(e) if e.code == 409 && e.reason == "AlreadyExists" => continue,
                 Err(e) => return Err(e),
             }
@@ -272,7 +299,12 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         match a.update_with_manager(&cx.info, ns, name, new, sub, recorded) {
             Err(e) if e.code == 409 && e.reason == "Conflict" && !patch_set_rv => continue,
             Err(e) => return Err(e),
-            Ok(o) => return Ok(object_response(cx, 200, &o)),
+            Ok(o) => {
+                return Ok(with_warnings(
+                    object_response(cx, 200, &o),
+                    a.take_warnings(),
+                ));
+            }
         }
     }
 }

@@ -237,3 +237,108 @@ async fn deleting_a_crd_removes_its_objects_and_resource() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn custom_objects_are_validated_defaulted_and_pruned() {
+    let c = cluster().await;
+    let client = c.client();
+    install_widgets(&client).await;
+    let api = widgets(&client, "default");
+
+    // Defaults applied, unknown fields pruned.
+    let mut w = widget("w", 2);
+    w.data["spec"]["unknown"] = json!(true);
+    let w = api.create(&PostParams::default(), &w).await.unwrap();
+    assert_eq!(w.data["spec"]["color"], "red");
+    assert!(w.data["spec"].get("unknown").is_none());
+
+    // Violations are 422 Invalid with field paths.
+    let mut bad = widget("bad", 20);
+    bad.data["spec"]["color"] = json!("green");
+    let s = status(api.create(&PostParams::default(), &bad).await.unwrap_err());
+    assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+    let fields: Vec<String> = s
+        .details
+        .unwrap()
+        .causes
+        .iter()
+        .map(|c| c.field.clone())
+        .collect();
+    assert!(
+        fields.contains(&"spec.size".to_string()) && fields.contains(&"spec.color".to_string()),
+        "{fields:?}"
+    );
+    assert!(
+        s.message
+            .starts_with("Widget.example.com \"bad\" is invalid: ["),
+        "{}",
+        s.message
+    );
+    assert!(
+        s.message.contains(
+            "spec.size: Invalid value: 20: spec.size in body should be less than or equal to 10"
+        ),
+        "{}",
+        s.message
+    );
+
+    // Updates are validated too.
+    let s = status(
+        api.patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": "big"}})),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(s.code, 422);
+    assert!(s.message.contains("spec.size"), "{}", s.message);
+
+    // fieldValidation=Strict refuses unknown fields with 400.
+    let mut strict = widget("strict", 1);
+    strict.data["spec"]["nope"] = json!(1);
+    let req = http::Request::post(
+        "/apis/example.com/v1/namespaces/default/widgets?fieldValidation=Strict",
+    )
+    .header("content-type", "application/json")
+    .body(serde_json::to_vec(&strict).unwrap())
+    .unwrap();
+    let e = client.request::<DynamicObject>(req).await.unwrap_err();
+    let s = status(e);
+    assert_eq!(s.code, 400);
+    assert!(
+        s.message
+            .contains("strict decoding error: unknown field \"spec.nope\""),
+        "{}",
+        s.message
+    );
+}
+
+#[tokio::test]
+async fn invalid_crds_and_builtins_are_refused() {
+    let c = cluster().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(c.client());
+    let mut crd = widget_crd();
+    crd["metadata"]["name"] = json!("wrong.example.com");
+    let s = status(
+        crds.create(
+            &PostParams::default(),
+            &serde_json::from_value(crd).unwrap(),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(s.code, 422);
+    assert!(s.message.contains("metadata.name"), "{}", s.message);
+
+    // Built-ins are validated against their schemas as well.
+    let cms: Api<DynamicObject> = Api::default_namespaced_with(
+        c.client(),
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk("", "v1", "ConfigMap")),
+    );
+    let bad: DynamicObject = serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"k": 5}})).unwrap();
+    let s = status(cms.create(&PostParams::default(), &bad).await.unwrap_err());
+    assert_eq!(s.code, 422, "{}", s.message);
+    assert!(s.message.contains("data.k"), "{}", s.message);
+}
