@@ -258,6 +258,8 @@ pub struct Registry {
 struct ClusterApis {
     sources: BTreeMap<String, Vec<Arc<ResourceInfo>>>,
     set: Arc<ApiSet>,
+    /// Bumped on every change, so derived documents (OpenAPI) know when to rebuild.
+    generation: u64,
 }
 
 impl Registry {
@@ -279,6 +281,12 @@ impl Registry {
             apis.sources.insert(source.to_string(), infos);
         }
         apis.set = Arc::new(ApiSet::new(apis.sources.values().flatten().cloned()));
+        apis.generation += 1;
+    }
+
+    /// A number that changes whenever the dynamic resources of a logical cluster change.
+    pub fn generation(&self, cluster: &str) -> u64 {
+        self.dynamic.read().get(cluster).map_or(0, |a| a.generation)
     }
 
     /// Forgets everything dynamic of a logical cluster.
