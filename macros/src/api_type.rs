@@ -2,7 +2,7 @@
 //! facade, plus the table of its JSON field names that `#[service_provider]` checks against.
 
 use proc_macro2::{Span, TokenStream};
-use quote::quote;
+use quote::{ToTokens, quote};
 use syn::{Data, DeriveInput, Fields};
 
 use crate::options::did_you_mean;
@@ -77,7 +77,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         }
     };
     if let Err(err) = errors.finish() {
-        let mut out = input;
+        let mut out = crate::provider::without_helper_attributes(item).into_token_stream();
         out.extend(err.write_errors());
         return out;
     }

@@ -73,13 +73,62 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     match (errors.finish(), model) {
         (Ok(()), Some(model)) => generate(&item, &model),
         (result, _) => {
-            let mut out = input;
+            let mut out = without_helper_attributes(item).into_token_stream();
             if let Err(err) = result {
                 out.extend(err.write_errors());
             }
             out
         }
     }
+}
+
+/// The struct as written minus the attributes only our derives understand (`serde`, `schemars`,
+/// `kube`): emitted without the derives, they would add "cannot find attribute" errors that hide
+/// the real ones.
+pub(crate) fn without_helper_attributes(mut item: DeriveInput) -> DeriveInput {
+    let helper = |a: &syn::Attribute| {
+        ["serde", "schemars", "kube"]
+            .iter()
+            .any(|h| a.path().is_ident(h))
+    };
+    item.attrs.retain(|a| !helper(a));
+    let fields: Vec<&mut syn::Field> = match &mut item.data {
+        Data::Struct(data) => data.fields.iter_mut().collect(),
+        Data::Enum(data) => data
+            .variants
+            .iter_mut()
+            .flat_map(|v| v.fields.iter_mut())
+            .collect(),
+        Data::Union(data) => data.fields.named.iter_mut().collect(),
+    };
+    for field in fields {
+        field.attrs.retain(|a| !helper(a));
+    }
+    if let Data::Enum(data) = &mut item.data {
+        for variant in &mut data.variants {
+            variant.attrs.retain(|a| !helper(a));
+        }
+    }
+    item
+}
+
+/// `tokens` with every span set to `span`, so that an error in code built from them points at the
+/// author's tokens rather than at the whole attribute.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let proc_macro2::TokenTree::Group(group) = &tree {
+                let mut inner =
+                    proc_macro2::Group::new(group.delimiter(), respan(group.stream(), span));
+                inner.set_span(span);
+                tree = proc_macro2::TokenTree::Group(inner);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
+        .collect()
 }
 
 fn with_errors(mut input: TokenStream, errors: Accumulator) -> TokenStream {
@@ -670,16 +719,20 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
     };
 
     // ---- Compile-time checks, each spanned on the tokens the author must change.
-    let config_check = model.config.as_ref().map(|config| {
-        quote_spanned! {config.span()=>
-            const _: () = #p::runtime::fields::assert_no_clash::<#config>(#p::runtime::fields::COMMON_CONFIG_FIELDS);
+    let clash_check = |ty: &TypePath, common: TokenStream| {
+        let fields = respan(quote!(#p::runtime::fields), ty.span());
+        quote_spanned! {ty.span()=>
+            const _: () = #fields::assert_no_clash::<#ty>(#fields::#common);
         }
-    });
-    let status_check = model.status.as_ref().map(|status| {
-        quote_spanned! {status.span()=>
-            const _: () = #p::runtime::fields::assert_no_clash::<#status>(#p::runtime::fields::COMMON_STATUS_FIELDS);
-        }
-    });
+    };
+    let config_check = model
+        .config
+        .as_ref()
+        .map(|config| clash_check(config, quote!(COMMON_CONFIG_FIELDS)));
+    let status_check = model
+        .status
+        .as_ref()
+        .map(|status| clash_check(status, quote!(COMMON_STATUS_FIELDS)));
     let column_checks = model.columns.iter().filter_map(|column| {
         let path = column.json_path.value();
         let Ok(ColumnTarget::Status(field)) = column_target(&path) else { return None };

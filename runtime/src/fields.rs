@@ -20,16 +20,16 @@ pub trait JsonFields {
     const OPEN: bool;
 }
 
-/// Fields of a type that adds none (`NoConfig`, `NoStatus`).
-macro_rules! no_fields {
-    ($($ty:ty),*) => {$(
-        impl JsonFields for $ty {
-            const FIELDS: &'static [&'static str] = &[];
-            const OPEN: bool = false;
-        }
-    )*};
+// The types of a provider that declares no `config` or `status` add no fields.
+impl JsonFields for crate::status::NoStatus {
+    const FIELDS: &'static [&'static str] = &[];
+    const OPEN: bool = false;
 }
-no_fields!(crate::status::NoStatus, crate::provider_config::NoConfig);
+
+impl JsonFields for crate::provider_config::NoConfig {
+    const FIELDS: &'static [&'static str] = &[];
+    const OPEN: bool = false;
+}
 
 /// Each field a type's fields sit beside, with the message for a type that has it too.
 pub type Taken = &'static [(&'static str, &'static str)];

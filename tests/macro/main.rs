@@ -1,0 +1,20 @@
+//! Tests of `#[service_provider]` and everything generated from it: the compile errors and passing
+//! declarations (trybuild, `ui-tests/`), the CRDs against hand-written kube-derive, the structural
+//! schema rules, kcp schema naming and the checked-in manifests.
+
+// The examples are compiled in here as modules, so their manifests are checked in-process.
+#[allow(dead_code)]
+#[path = "../../examples/hello/main.rs"]
+mod hello;
+#[allow(dead_code)]
+#[path = "../../examples/velero/main.rs"]
+mod velero;
+#[allow(dead_code)]
+#[path = "../../xtask/macro-cost/velero_by_hand.rs"]
+mod velero_by_hand;
+
+mod kitchen_sink;
+mod manifests;
+mod schema_names;
+mod structural;
+mod ui;

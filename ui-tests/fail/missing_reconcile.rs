@@ -1,0 +1,10 @@
+use service_provider::prelude::*;
+
+#[service_provider(group = "velero.services.example.io", version = "v1", kind = "Velero")]
+pub struct VeleroSpec {
+    pub version: String,
+}
+
+fn main() -> std::process::ExitCode {
+    service_provider::run::<Velero>()
+}

@@ -1,0 +1,8 @@
+use service_provider::prelude::*;
+
+#[service_provider(group = "velero.services.example.io", version = "v1", kind = "Velero")]
+pub struct VeleroSpec<T> {
+    pub version: T,
+}
+
+fn main() {}
