@@ -781,69 +781,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
-
     use super::*;
-
-    /// The `#[service_provider(...)]` arguments and the struct it is on, from an example's source.
-    fn declaration(example: &str) -> (TokenStream, TokenStream) {
-        let path = format!(
-            "{}/../examples/{example}/main.rs",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let source = std::fs::read_to_string(&path).unwrap();
-        let file = syn::parse_file(&source).unwrap();
-        for item in file.items {
-            if let syn::Item::Struct(mut item) = item
-                && let Some(pos) = item
-                    .attrs
-                    .iter()
-                    .position(|a| a.path().is_ident("service_provider"))
-            {
-                let attr = item.attrs.remove(pos);
-                let syn::Meta::List(list) = attr.meta else {
-                    panic!("attribute without arguments in {path}")
-                };
-                return (list.tokens, item.to_token_stream());
-            }
-        }
-        panic!("no #[service_provider] struct in {path}");
-    }
-
-    /// Expands the velero declaration `SP_EXPANSIONS` times (default 2), checks every expansion is
-    /// the same (incremental compilation relies on it) and prints the time per expansion, which
-    /// `cargo xtask macro-cost` reads.
-    #[test]
-    fn velero_expansion_is_deterministic() {
-        let (args, input) = declaration("velero");
-        let runs: usize = std::env::var("SP_EXPANSIONS")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(2)
-            .max(2);
-        let first = expand(args.clone(), input.clone()).to_string();
-        assert!(
-            !first.contains("compile_error"),
-            "the velero example must expand cleanly: {first}"
-        );
-        let mut times: Vec<Duration> = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            let (args, input) = (args.clone(), input.clone());
-            let start = Instant::now();
-            let out = expand(args, input);
-            times.push(start.elapsed());
-            assert_eq!(out.to_string(), first);
-        }
-        times.sort();
-        let median = times[runs / 2];
-        let mean = times.iter().sum::<Duration>() / runs as u32;
-        println!(
-            "macro-cost: expansions={runs} median_us={:.1} mean_us={:.1} output_tokens={}",
-            median.as_secs_f64() * 1e6,
-            mean.as_secs_f64() * 1e6,
-            first.split_whitespace().count()
-        );
-    }
 
     #[test]
     fn column_paths() {

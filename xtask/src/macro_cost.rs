@@ -4,9 +4,9 @@
 //!    which changes its schema) and time `cargo build` of `examples/velero` and of its hand-written
 //!    kube-derive twin (`xtask/macro-cost/velero_by_hand.rs`), alternating, in the same run; the
 //!    same for `cargo check`, whose difference is mostly expansion and type checking.
-//! 2. Expansion: time the attribute's own expansion function on the velero declaration, in a
-//!    release build of the macro crate (proc macros run optimised: the workspace sets
-//!    `[profile.dev.build-override] opt-level = 3`).
+//! 2. Expansion: time the attribute's own expansion function on the velero declaration, built
+//!    with the settings rustc runs proc macros with in dev builds (`dev` plus the workspace's
+//!    `[profile.dev.build-override] opt-level = 3`, as the `macro-bench` profile).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -126,13 +126,14 @@ pub(crate) fn run(root: &Path, runs: usize, expansions: usize) -> anyhow::Result
     }
 
     println!(
-        "\nexpansion: timing #[service_provider] on the velero declaration ({expansions} expansions, release)"
+        "\nexpansion: timing #[service_provider] on the velero declaration ({expansions} expansions)"
     );
     let output = crate::cargo()
         .args([
             "test",
             "--quiet",
-            "--release",
+            "--profile",
+            "macro-bench",
             "-p",
             "service-provider-macros",
             "--lib",

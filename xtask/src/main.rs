@@ -28,7 +28,7 @@ enum Command {
     /// hand with kube-derive, and the expansion time of #[service_provider] itself.
     MacroCost {
         /// Rebuilds of each variant; the median is reported.
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 9)]
         runs: usize,
         /// Expansions of the velero declaration to time.
         #[arg(long, default_value_t = 2000)]
