@@ -34,8 +34,8 @@ impl Place {
     /// openMCP defines one, and the directory name in the manifests.
     pub fn as_str(self) -> &'static str {
         match self {
-            Place::Platform => "platform",
-            Place::Onboarding => "onboarding",
+            Place::Platform => crate::openmcp::constants::PURPOSE_PLATFORM,
+            Place::Onboarding => crate::openmcp::constants::PURPOSE_ONBOARDING,
             Place::KcpProviderWorkspace => "kcp",
         }
     }
@@ -50,8 +50,8 @@ const PATCH: &str = "patch";
 const DELETE: &str = "delete";
 
 const CORE: &str = "";
-const OPENMCP_CLUSTERS: &str = "clusters.openmcp.cloud";
-const OPENMCP: &str = "openmcp.cloud";
+const OPENMCP_CLUSTERS: &str = crate::openmcp::constants::CLUSTERS_GROUP;
+const OPENMCP: &str = crate::openmcp::constants::OPENMCP_GROUP;
 const COORDINATION: &str = "coordination.k8s.io";
 // kube-runtime's event recorder writes `events.k8s.io/v1` Events (create, then patch for a series).
 const EVENTS: &str = "events.k8s.io";

@@ -5,10 +5,11 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::CustomResourceExt;
 
+use crate::openmcp::constants::{PURPOSE_ONBOARDING, PURPOSE_PLATFORM};
 use crate::provider::ServiceProvider;
 
 /// The label by which `init` routes each CRD to its cluster.
-pub const CLUSTER_LABEL: &str = "openmcp.cloud/cluster";
+pub use crate::openmcp::constants::CLUSTER_LABEL;
 
 /// Names of the printer columns every Service API gets, after the author's.
 pub const COMMON_COLUMNS: [&str; 3] = ["Phase", "Ready", "Age"];
@@ -56,7 +57,7 @@ fn label(crd: &mut CustomResourceDefinition, cluster: &str) {
 /// The Service API CRD: `P::crd()` with the cluster label `onboarding` and the common columns.
 pub fn service_crd<P: ServiceProvider>() -> CustomResourceDefinition {
     let mut crd = P::crd();
-    label(&mut crd, "onboarding");
+    label(&mut crd, PURPOSE_ONBOARDING);
     for version in &mut crd.spec.versions {
         version
             .additional_printer_columns
@@ -69,6 +70,6 @@ pub fn service_crd<P: ServiceProvider>() -> CustomResourceDefinition {
 /// The ProviderConfig CRD: `P::ProviderConfig::crd()` with the cluster label `platform`.
 pub fn provider_config_crd<P: ServiceProvider>() -> CustomResourceDefinition {
     let mut crd = <P::ProviderConfig as CustomResourceExt>::crd();
-    label(&mut crd, "platform");
+    label(&mut crd, PURPOSE_PLATFORM);
     crd
 }
