@@ -11,6 +11,8 @@ pub mod cache;
 pub mod cli;
 pub mod context;
 pub mod controller;
+#[cfg(feature = "dev")]
+pub mod dev;
 pub mod duration;
 pub mod error;
 pub mod events;

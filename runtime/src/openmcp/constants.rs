@@ -49,10 +49,11 @@ pub const ENVIRONMENT_ANNOTATION: &str = "clusters.openmcp.cloud/environment";
 pub const PROVIDER_ANNOTATION: &str = "clusters.openmcp.cloud/provider";
 /// Label on a Cluster (value `"true"`): delete it when its last request goes.
 pub const DELETE_WITHOUT_REQUESTS_LABEL: &str = "clusters.openmcp.cloud/delete-without-requests";
-/// Label the operator adds to AccessRequests: the cluster provider responsible for them.
-pub const PROVIDER_LABEL: &str = "provider.clusters.openmcp.cloud";
-/// Label the operator adds to AccessRequests: the cluster profile.
-pub const PROFILE_LABEL: &str = "profile.clusters.openmcp.cloud";
+/// Label the operator adds to AccessRequests: the cluster provider responsible for them
+/// (Go `ProviderLabel = GroupName + "/provider"`; on a Cluster it names its provider).
+pub const PROVIDER_LABEL: &str = "clusters.openmcp.cloud/provider";
+/// Label the operator adds to AccessRequests: the cluster profile (Go `ProfileLabel`).
+pub const PROFILE_LABEL: &str = "clusters.openmcp.cloud/profile";
 /// Annotation on an AccessRequest for local debugging (`DEV_DEBUG=true`): the API server URL
 /// to use instead of the one in the granted kubeconfig.
 pub const LOCAL_ACCESS_ANNOTATION: &str = "clusters.open-control-plane.io/local-access";

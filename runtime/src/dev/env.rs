@@ -1,0 +1,754 @@
+//! The one environment builder for tests, benchmarks and `dev` mode: platform and onboarding
+//! clusters, the simulated operator, optionally a provider's CRDs, ProviderConfig and
+//! ServiceProvider, and any number of ControlPlanes with their MCP clusters.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+use crate::dev::DevError;
+use crate::dev::hosting::{ClusterHandle, Hosting};
+use crate::dev::operator::{HostedCluster, Operator, OperatorConfig};
+use crate::manifests::{Manifest, Place};
+use crate::openmcp::constants::{CLUSTER_LABEL, PHASE_READY, PURPOSE_WORKLOAD};
+use crate::openmcp::{ControlPlane, ControlPlaneSpec, ServiceProvider};
+use crate::provider::{ProviderInfo, ServiceProvider as ServiceProviderType};
+
+/// How long `start` waits for clusters, CRDs and ControlPlanes by default.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Field manager of the builder's server-side applies.
+const MANAGER: &str = "service-provider-dev";
+
+/// A ControlPlane by namespace and name (on the onboarding cluster).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ControlPlaneRef {
+    /// Namespace on the onboarding cluster (`project-<p>--ws-<w>` by openMCP convention).
+    pub namespace: String,
+    /// Name; Service API objects for this ControlPlane carry the same name.
+    pub name: String,
+}
+
+impl ControlPlaneRef {
+    /// `namespace/name`.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ControlPlaneRef {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+/// What `provider::<P>()` installs, captured without the provider's type.
+#[derive(Clone, Debug)]
+struct ProviderSetup {
+    name: String,
+    info: ProviderInfo,
+    manifests: Vec<Manifest>,
+    config_api: ApiResource,
+    config_spec: serde_json::Value,
+}
+
+/// Builds a [`TestEnv`].
+#[derive(Clone, Debug)]
+pub struct TestEnvBuilder {
+    control_planes: usize,
+    named: Vec<ControlPlaneRef>,
+    namespace: String,
+    operator: OperatorConfig,
+    pod_namespace: String,
+    provider: Option<ProviderSetup>,
+    wait_ready: bool,
+    timeout: Duration,
+    parallelism: usize,
+}
+
+impl Default for TestEnvBuilder {
+    fn default() -> Self {
+        TestEnvBuilder {
+            control_planes: 0,
+            named: Vec::new(),
+            namespace: "project-dev--ws-dev".into(),
+            operator: OperatorConfig::default(),
+            pod_namespace: "openmcp-system".into(),
+            provider: None,
+            wait_ready: true,
+            timeout: DEFAULT_TIMEOUT,
+            parallelism: 64,
+        }
+    }
+}
+
+impl TestEnvBuilder {
+    /// Creates `n` ControlPlanes `cp-0` … `cp-<n-1>` in the ControlPlane namespace.
+    pub fn control_planes(mut self, n: usize) -> Self {
+        self.control_planes = n;
+        self
+    }
+
+    /// Creates a ControlPlane with this namespace and name (in addition to `control_planes`).
+    pub fn control_plane(mut self, namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        self.named.push(ControlPlaneRef::new(namespace, name));
+        self
+    }
+
+    /// The onboarding namespace of the generated ControlPlanes (default `project-dev--ws-dev`).
+    pub fn control_plane_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// How many tenants share a workload cluster (default 0 = all share one).
+    pub fn workload_tenancy(mut self, k: usize) -> Self {
+        self.operator.workload_tenancy = k;
+        self
+    }
+
+    /// Where MCP and workload clusters are served (default: logical clusters of one shard).
+    pub fn hosting(mut self, hosting: Hosting) -> Self {
+        self.operator.hosting = hosting;
+        self
+    }
+
+    /// Validity of granted tokens when an AccessRequest has no `ttl` (default 24h, at least 10
+    /// minutes as kube-apiserver requires).
+    pub fn token_ttl(mut self, ttl: Duration) -> Self {
+        self.operator.token_ttl = ttl;
+        self
+    }
+
+    /// The provider's pod namespace on the platform cluster, also openMCP's system namespace
+    /// (default `openmcp-system`).
+    pub fn pod_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.pod_namespace = namespace.into();
+        self.operator.system_namespace = self.pod_namespace.clone();
+        self
+    }
+
+    /// Concurrent reconciles of the simulated operator (default 16).
+    pub fn operator_workers(mut self, n: usize) -> Self {
+        self.operator.workers = n;
+        self
+    }
+
+    /// Whether `start` waits until every ControlPlane is Ready (default true).
+    pub fn wait_ready(mut self, wait: bool) -> Self {
+        self.wait_ready = wait;
+        self
+    }
+
+    /// How long `start` waits for each step (default 120 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Installs provider `P` as its `init` would have: its CRDs on the cluster their
+    /// `openmcp.cloud/cluster` label names, the ProviderConfig named like the provider (spec from
+    /// [`TestEnvBuilder::provider_config`], `{}` by default), the ServiceProvider with `P`'s kind
+    /// in `status.resources`, and a ServiceAccount on the platform bound to the generated
+    /// platform ClusterRole (see [`ProviderEnv::platform_kubeconfig`]). The provider name is
+    /// the Service API kind in lower case unless [`TestEnvBuilder::provider_name`] sets one.
+    pub fn provider<P: ServiceProviderType>(mut self) -> Self {
+        let info = P::INFO;
+        let name = self
+            .provider
+            .as_ref()
+            .map(|p| p.name.clone())
+            .unwrap_or_else(|| info.kind.to_lowercase());
+        let spec = self
+            .provider
+            .as_ref()
+            .map(|p| p.config_spec.clone())
+            .unwrap_or_else(|| json!({}));
+        self.provider = Some(ProviderSetup {
+            name,
+            info,
+            manifests: crate::manifests::manifests::<P>(),
+            config_api: ApiResource::erase::<P::ProviderConfig>(&()),
+            config_spec: spec,
+        });
+        self
+    }
+
+    /// The provider name (`--provider-name`); call after [`TestEnvBuilder::provider`].
+    pub fn provider_name(mut self, name: impl Into<String>) -> Self {
+        if let Some(p) = self.provider.as_mut() {
+            p.name = name.into();
+        }
+        self
+    }
+
+    /// The ProviderConfig's `spec`; call after [`TestEnvBuilder::provider`].
+    pub fn provider_config(mut self, spec: serde_json::Value) -> Self {
+        if let Some(p) = self.provider.as_mut() {
+            p.config_spec = spec;
+        }
+        self
+    }
+
+    /// Starts everything. Must be called within a tokio runtime; the clusters and the operator
+    /// live on it.
+    pub async fn start(self) -> Result<TestEnv, DevError> {
+        let started = Instant::now();
+        let platform = ClusterHandle::start_dedicated("platform").await?;
+        let onboarding = ClusterHandle::start_dedicated("onboarding").await?;
+        install_crds(&platform, crate::openmcp::platform_crds(), self.timeout).await?;
+        install_crds(&onboarding, crate::openmcp::onboarding_crds(), self.timeout).await?;
+        ensure_namespace(&platform.client(), &self.pod_namespace).await?;
+
+        let mut cfg = self.operator.clone();
+        cfg.system_namespace = self.pod_namespace.clone();
+        let operator = Operator::start(platform.clone(), onboarding.clone(), cfg).await?;
+
+        let provider = match &self.provider {
+            Some(p) => Some(
+                setup_provider(p, &platform, &onboarding, &self.pod_namespace, self.timeout)
+                    .await?,
+            ),
+            None => None,
+        };
+
+        let mut cps = self.named.clone();
+        cps.extend(
+            (0..self.control_planes)
+                .map(|i| ControlPlaneRef::new(&self.namespace, format!("cp-{i}"))),
+        );
+        let env = TestEnv {
+            platform,
+            onboarding,
+            operator,
+            pod_namespace: self.pod_namespace.clone(),
+            control_planes: cps.clone(),
+            provider,
+            timeout: self.timeout,
+        };
+        env.create_control_planes(&cps, self.parallelism).await?;
+        if self.wait_ready {
+            env.wait_control_planes_ready(&cps, self.timeout).await?;
+        }
+        tracing::debug!(
+            "simulated platform with {} ControlPlanes started in {:?}",
+            cps.len(),
+            started.elapsed()
+        );
+        Ok(env)
+    }
+}
+
+/// The installed provider: its name and its identity on the platform cluster.
+#[derive(Clone, Debug)]
+pub struct ProviderEnv {
+    name: String,
+    info: ProviderInfo,
+    platform_kubeconfig: String,
+    pod_namespace: String,
+}
+
+impl ProviderEnv {
+    /// The provider name (`--provider-name`; also the ProviderConfig's and ServiceProvider's name).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The provider's static facts.
+    pub fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+
+    /// A platform-cluster kubeconfig for the provider's ServiceAccount (`<name>` in the pod
+    /// namespace), which holds exactly the generated platform ClusterRole: run the provider with
+    /// it to prove it needs no more.
+    pub fn platform_kubeconfig(&self) -> &str {
+        &self.platform_kubeconfig
+    }
+
+    /// The provider's pod namespace (`POD_NAMESPACE`).
+    pub fn pod_namespace(&self) -> &str {
+        &self.pod_namespace
+    }
+}
+
+/// A running simulated platform.
+#[derive(Debug)]
+pub struct TestEnv {
+    platform: ClusterHandle,
+    onboarding: ClusterHandle,
+    operator: Operator,
+    pod_namespace: String,
+    control_planes: Vec<ControlPlaneRef>,
+    provider: Option<ProviderEnv>,
+    timeout: Duration,
+}
+
+impl TestEnv {
+    /// A builder with nothing but the platform and onboarding clusters and the operator.
+    pub fn builder() -> TestEnvBuilder {
+        TestEnvBuilder::default()
+    }
+
+    /// The platform cluster (ProviderConfig, ClusterRequests, AccessRequests, Secrets).
+    pub fn platform(&self) -> &ClusterHandle {
+        &self.platform
+    }
+
+    /// The onboarding cluster (ControlPlanes, Service API objects).
+    pub fn onboarding(&self) -> &ClusterHandle {
+        &self.onboarding
+    }
+
+    /// The simulated operator.
+    pub fn operator(&self) -> &Operator {
+        &self.operator
+    }
+
+    /// The provider's pod namespace on the platform cluster (`POD_NAMESPACE`).
+    pub fn pod_namespace(&self) -> &str {
+        &self.pod_namespace
+    }
+
+    /// The ControlPlanes created at start.
+    pub fn control_planes(&self) -> &[ControlPlaneRef] {
+        &self.control_planes
+    }
+
+    /// The installed provider, if `provider::<P>()` was called.
+    pub fn provider(&self) -> Option<&ProviderEnv> {
+        self.provider.as_ref()
+    }
+
+    /// The MCP cluster of a ControlPlane, once its ClusterRequest is granted.
+    pub fn mcp(&self, cp: &ControlPlaneRef) -> Option<ClusterHandle> {
+        self.operator.mcp_cluster(&cp.namespace, &cp.name)
+    }
+
+    /// Every workload cluster, oldest first.
+    pub fn workload_clusters(&self) -> Vec<ClusterHandle> {
+        self.operator
+            .clusters()
+            .into_iter()
+            .filter(|c| c.purpose == PURPOSE_WORKLOAD)
+            .map(|c| c.handle)
+            .collect()
+    }
+
+    /// Every cluster the platform serves besides the platform cluster itself, with its Cluster
+    /// object and purpose.
+    pub fn clusters(&self) -> Vec<HostedCluster> {
+        self.operator.clusters()
+    }
+
+    /// Creates a ControlPlane (and its onboarding namespace), waits until it is Ready and
+    /// returns its MCP cluster.
+    pub async fn create_control_plane(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<ClusterHandle, DevError> {
+        let cp = ControlPlaneRef::new(namespace, name);
+        self.create_control_planes(std::slice::from_ref(&cp), 1)
+            .await?;
+        self.wait_control_planes_ready(std::slice::from_ref(&cp), self.timeout)
+            .await?;
+        self.mcp(&cp).ok_or_else(|| DevError::Timeout {
+            what: format!("the MCP cluster of ControlPlane {namespace}/{name}"),
+            timeout: self.timeout,
+        })
+    }
+
+    /// Creates ControlPlanes (and their namespaces), `parallelism` requests at a time, without
+    /// waiting for them.
+    pub async fn create_control_planes(
+        &self,
+        cps: &[ControlPlaneRef],
+        parallelism: usize,
+    ) -> Result<(), DevError> {
+        let client = self.onboarding.client();
+        let mut namespaces: Vec<&str> = cps.iter().map(|c| c.namespace.as_str()).collect();
+        namespaces.sort_unstable();
+        namespaces.dedup();
+        for ns in namespaces {
+            ensure_namespace(&client, ns).await?;
+        }
+        futures::stream::iter(cps.iter().cloned().map(|cp| {
+            let api = Api::<ControlPlane>::namespaced(client.clone(), &cp.namespace);
+            async move {
+                let obj = ControlPlane::new(&cp.name, ControlPlaneSpec::default());
+                match api.create(&PostParams::default(), &obj).await {
+                    Ok(_) => Ok(()),
+                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+                    Err(e) => Err(DevError::kube(format!(
+                        "creating ControlPlane {}/{}",
+                        cp.namespace, cp.name
+                    ))(e)),
+                }
+            }
+        }))
+        .buffer_unordered(parallelism.max(1))
+        .try_collect::<Vec<()>>()
+        .await?;
+        Ok(())
+    }
+
+    /// Waits until every one of `cps` has phase Ready, with one watch for all of them.
+    pub async fn wait_control_planes_ready(
+        &self,
+        cps: &[ControlPlaneRef],
+        timeout: Duration,
+    ) -> Result<(), DevError> {
+        let mut waiting: std::collections::HashSet<(String, String)> = cps
+            .iter()
+            .map(|c| (c.namespace.clone(), c.name.clone()))
+            .collect();
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        let api = Api::<ControlPlane>::all(self.onboarding.client());
+        let stream = watcher(api, watcher::Config::default())
+            .applied_objects()
+            .default_backoff();
+        let wait = async {
+            futures::pin_mut!(stream);
+            while let Some(cp) = stream
+                .try_next()
+                .await
+                .map_err(|e| DevError::Start(format!("watching ControlPlanes: {e}")))?
+            {
+                let ready = cp
+                    .status
+                    .as_ref()
+                    .is_some_and(|s| s.common.phase == PHASE_READY);
+                if ready {
+                    waiting.remove(&(cp.namespace().unwrap_or_default(), cp.name_any()));
+                    if waiting.is_empty() {
+                        return Ok(());
+                    }
+                }
+            }
+            Err(DevError::Start("the ControlPlane watch ended".into()))
+        };
+        let total = cps.len();
+        tokio::time::timeout(timeout, wait)
+            .await
+            .map_err(|_| DevError::Timeout {
+                what: format!("{total} ControlPlanes to become Ready"),
+                timeout,
+            })?
+    }
+
+    /// Deletes a ControlPlane and waits until it is gone (the deletion cascade ran).
+    pub async fn delete_control_plane(&self, namespace: &str, name: &str) -> Result<(), DevError> {
+        let api = Api::<ControlPlane>::namespaced(self.onboarding.client(), namespace);
+        match api.delete(name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+            Err(e) => {
+                return Err(DevError::kube(format!(
+                    "deleting ControlPlane {namespace}/{name}"
+                ))(e));
+            }
+        }
+        service_provider_apiserver::wait_for(
+            &api,
+            name,
+            self.timeout,
+            service_provider_apiserver::conditions::gone(),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Writes an admin kubeconfig for every cluster into `dir` (created if missing):
+    /// `platform.kubeconfig`, `onboarding.kubeconfig`, `mcp-<namespace>-<name>.kubeconfig` per
+    /// ControlPlane with a granted MCP, `<cluster>.kubeconfig` per workload cluster, and
+    /// `provider-platform.kubeconfig` with the provider's own identity when a provider is
+    /// installed. Returns the paths written.
+    pub fn write_kubeconfigs(&self, dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, DevError> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir).map_err(|e| DevError::Io {
+            what: format!("creating {}", dir.display()),
+            source: e,
+        })?;
+        let mut files: Vec<(String, String)> = vec![
+            ("platform".into(), self.platform.kubeconfig()),
+            ("onboarding".into(), self.onboarding.kubeconfig()),
+        ];
+        let cps = self
+            .operator
+            .control_planes()
+            .into_iter()
+            .chain(self.control_planes.iter().cloned());
+        let mut seen = std::collections::HashSet::new();
+        for cp in cps {
+            if seen.insert(cp.clone())
+                && let Some(mcp) = self.mcp(&cp)
+            {
+                files.push((
+                    format!("mcp-{}-{}", cp.namespace, cp.name),
+                    mcp.kubeconfig(),
+                ));
+            }
+        }
+        for c in self.operator.clusters() {
+            if c.purpose == PURPOSE_WORKLOAD {
+                files.push((c.name.clone(), c.handle.kubeconfig()));
+            }
+        }
+        if let Some(p) = &self.provider {
+            files.push(("provider-platform".into(), p.platform_kubeconfig.clone()));
+        }
+        let mut written = Vec::new();
+        for (name, content) in files {
+            let path = dir.join(format!("{name}.kubeconfig"));
+            std::fs::write(&path, content).map_err(|e| DevError::Io {
+                what: format!("writing {}", path.display()),
+                source: e,
+            })?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+
+    /// Stops the simulated operator (the clusters keep serving until the runtime ends).
+    pub fn stop(&self) {
+        self.operator.stop();
+    }
+}
+
+async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), DevError> {
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(DevError::kube(format!("creating namespace {name}"))(e)),
+    }
+}
+
+/// Applies CRDs and waits until each is Established.
+async fn install_crds(
+    cluster: &ClusterHandle,
+    crds: Vec<CustomResourceDefinition>,
+    timeout: Duration,
+) -> Result<(), DevError> {
+    let api = Api::<CustomResourceDefinition>::all(cluster.client());
+    for crd in &crds {
+        let name = crd.name_any();
+        api.patch(
+            &name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(crd),
+        )
+        .await
+        .map_err(DevError::kube(format!(
+            "installing CRD {name} on {}",
+            cluster.name()
+        )))?;
+    }
+    for crd in &crds {
+        service_provider_apiserver::wait_for(
+            &api,
+            &crd.name_any(),
+            timeout,
+            kube::runtime::wait::conditions::is_crd_established(),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// What `init` would have done for the provider, plus its platform identity.
+async fn setup_provider(
+    p: &ProviderSetup,
+    platform: &ClusterHandle,
+    onboarding: &ClusterHandle,
+    pod_namespace: &str,
+    timeout: Duration,
+) -> Result<ProviderEnv, DevError> {
+    // CRDs by their `openmcp.cloud/cluster` label, as `init` routes them.
+    let mut platform_crds = Vec::new();
+    let mut onboarding_crds = Vec::new();
+    for m in &p.manifests {
+        if m.kind() != "CustomResourceDefinition" {
+            continue;
+        }
+        let crd: CustomResourceDefinition =
+            serde_json::from_value(m.object.clone()).map_err(|e| {
+                DevError::Start(format!(
+                    "the provider's CRD {} does not parse: {e}",
+                    m.name()
+                ))
+            })?;
+        match crd.labels().get(CLUSTER_LABEL).map(String::as_str) {
+            Some("platform") => platform_crds.push(crd),
+            Some("onboarding") => onboarding_crds.push(crd),
+            other => {
+                return Err(DevError::Start(format!(
+                    "the provider's CRD {} has {CLUSTER_LABEL}={other:?}; expected platform or onboarding",
+                    m.name()
+                )));
+            }
+        }
+    }
+    install_crds(platform, platform_crds, timeout).await?;
+    install_crds(onboarding, onboarding_crds, timeout).await?;
+
+    let pc = platform.client();
+    // The ProviderConfig named like the provider.
+    let configs = Api::<DynamicObject>::all_with(pc.clone(), &p.config_api);
+    let mut config = DynamicObject::new(&p.name, &p.config_api);
+    config.data = json!({"spec": p.config_spec});
+    match configs.create(&PostParams::default(), &config).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => {
+            return Err(DevError::kube(format!(
+                "creating the ProviderConfig {} (set a valid spec with provider_config)",
+                p.name
+            ))(e));
+        }
+    }
+
+    // The ServiceProvider, with the Service API registered as `init` registers it.
+    let sps = Api::<ServiceProvider>::all(pc.clone());
+    let sp = ServiceProvider::new(
+        &p.name,
+        crate::openmcp::DeploymentSpec {
+            image: format!("dev.local/{}:dev", p.name),
+            ..Default::default()
+        },
+    );
+    match sps.create(&PostParams::default(), &sp).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => {
+            return Err(DevError::kube(format!(
+                "creating ServiceProvider {}",
+                p.name
+            ))(e));
+        }
+    }
+    let status = json!({"status": {
+        "observedGeneration": 1,
+        "phase": PHASE_READY,
+        "resources": [{"group": p.info.group, "version": p.info.version, "kind": p.info.kind}],
+    }});
+    sps.patch_status(&p.name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .map_err(DevError::kube(format!(
+            "registering {} at ServiceProvider {}",
+            p.info.kind, p.name
+        )))?;
+
+    // The provider's ServiceAccount with exactly the generated platform ClusterRole.
+    let role_manifest = p
+        .manifests
+        .iter()
+        .find(|m| m.place == Place::Platform && m.kind() == "ClusterRole")
+        .ok_or_else(|| {
+            DevError::Start("the provider's manifests have no platform ClusterRole".into())
+        })?;
+    let role: ClusterRole = serde_json::from_value(role_manifest.object.clone()).map_err(|e| {
+        DevError::Start(format!(
+            "the provider's platform ClusterRole does not parse: {e}"
+        ))
+    })?;
+    Api::<ClusterRole>::all(pc.clone())
+        .patch(
+            &role.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&role),
+        )
+        .await
+        .map_err(DevError::kube(format!(
+            "applying ClusterRole {}",
+            role.name_any()
+        )))?;
+    let sa = ServiceAccount {
+        metadata: ObjectMeta {
+            name: Some(p.name.clone()),
+            namespace: Some(pod_namespace.to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let sa_api = Api::<ServiceAccount>::namespaced(pc.clone(), pod_namespace);
+    sa_api
+        .patch(
+            &p.name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&sa),
+        )
+        .await
+        .map_err(DevError::kube(format!(
+            "applying ServiceAccount {pod_namespace}/{}",
+            p.name
+        )))?;
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": role.name_any()},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.name_any()},
+        "subjects": [{"kind": "ServiceAccount", "name": p.name, "namespace": pod_namespace}],
+    });
+    Api::<ClusterRoleBinding>::all(pc.clone())
+        .patch(
+            &role.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&binding),
+        )
+        .await
+        .map_err(DevError::kube(format!(
+            "applying ClusterRoleBinding {}",
+            role.name_any()
+        )))?;
+    let request: TokenRequest = serde_json::from_value(json!({
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 7 * 24 * 3600},
+    }))
+    .map_err(|e| DevError::Start(format!("building a TokenRequest: {e}")))?;
+    let answer = sa_api
+        .create_token_request(&p.name, &PostParams::default(), &request)
+        .await
+        .map_err(DevError::kube(format!(
+            "minting a token for {pod_namespace}/{}",
+            p.name
+        )))?;
+    let token = serde_json::to_value(&answer)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/status/token")
+                .and_then(|t| t.as_str())
+                .map(String::from)
+        })
+        .ok_or_else(|| {
+            DevError::Start("the provider's TokenRequest came back without a token".into())
+        })?;
+    Ok(ProviderEnv {
+        name: p.name.clone(),
+        info: p.info,
+        platform_kubeconfig: platform.kubeconfig_for(
+            &format!("system:serviceaccount:{pod_namespace}:{}", p.name),
+            &token,
+        ),
+        pod_namespace: pod_namespace.to_string(),
+    })
+}
