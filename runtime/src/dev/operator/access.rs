@@ -108,10 +108,9 @@ pub(crate) async fn reconcile(sh: &Arc<Shared>, key: &ObjKey) -> Result<Next> {
         && status.common.observed_generation == generation
         && g.generation == generation
         && g.cluster == cluster
+        && let Ok(left) = g.renew_at.duration_since(SystemTime::now())
     {
-        if let Ok(left) = g.renew_at.duration_since(SystemTime::now()) {
-            return Ok(Next::After(left));
-        }
+        return Ok(Next::After(left));
     }
     // A changed request: remove what the previous grant created before granting anew.
     if let Some(g) = &previous
