@@ -49,12 +49,25 @@ impl Authn {
     /// The authenticator of a shard: its admin token and a fresh ServiceAccount signing key (so a
     /// token is valid only on the shard that minted it).
     pub fn new(admin_token: &str, kcp: bool) -> Result<Self, crate::auth::jwt::JwtError> {
-        let config = if kcp {
-            TokenIssuerConfig::kcp()
-        } else {
-            TokenIssuerConfig::kube()
+        Authn::with_issuer(admin_token, kcp, None)
+    }
+
+    /// The authenticator of a shard with its admin token and the given ServiceAccount token
+    /// issuer (`None`: a fresh one), shared by the shards of one kcp installation.
+    pub fn with_issuer(
+        admin_token: &str,
+        kcp: bool,
+        issuer: Option<Arc<TokenIssuer>>,
+    ) -> Result<Self, crate::auth::jwt::JwtError> {
+        let issuer = match issuer {
+            Some(i) => i,
+            None => Arc::new(TokenIssuer::new(if kcp {
+                TokenIssuerConfig::kcp()
+            } else {
+                TokenIssuerConfig::kube()
+            })?),
         };
-        let authenticator = Authenticator::new(Arc::new(TokenIssuer::new(config)?));
+        let authenticator = Authenticator::new(issuer);
         authenticator.add_token(admin_token, UserInfo::admin());
         Ok(Authn {
             authenticator,

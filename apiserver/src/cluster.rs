@@ -131,7 +131,7 @@ impl Cluster {
                 cluster_annotation: None,
                 admin_token: opts.admin_token.clone(),
                 root_ca_pem: ca_pem.clone(),
-                kcp: false,
+                ..ShardOptions::default()
             },
         );
         shard.set_deployments_available(opts.deployments_available);
@@ -305,6 +305,7 @@ impl Cluster {
 #[derive(Clone, Default)]
 pub struct ControlPlane {
     clusters: Arc<Mutex<BTreeMap<String, Cluster>>>,
+    kcps: Arc<Mutex<BTreeMap<String, crate::kcp::Kcp>>>,
 }
 
 impl std::fmt::Debug for ControlPlane {
@@ -343,6 +344,11 @@ impl ControlPlane {
     /// Every cluster, by name.
     pub fn clusters(&self) -> Vec<Cluster> {
         self.clusters.lock().values().cloned().collect()
+    }
+
+    /// The kcp installations (see [`ControlPlane::add_kcp`]).
+    pub(crate) fn kcp_installations(&self) -> &Mutex<BTreeMap<String, crate::kcp::Kcp>> {
+        &self.kcps
     }
 
     /// Stops and forgets a cluster.

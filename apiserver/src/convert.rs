@@ -33,7 +33,9 @@ fn rename(obj: &mut Map<String, Value>, pairs: impl Iterator<Item = (&'static st
 }
 
 /// Converts a request body (in `info`'s served version) to the stored representation.
-pub fn to_storage(info: &ResourceInfo, mut obj: Value) -> Value {
+pub fn to_storage(info: &ResourceInfo, obj: Value) -> Value {
+    // kcp's APIExports and APIBindings have versions with different fields.
+    let mut obj = crate::kcp::convert::to_storage(info, obj);
     if info.strategy == Strategy::EventsV1
         && let Value::Object(m) = &mut obj
     {
@@ -44,7 +46,8 @@ pub fn to_storage(info: &ResourceInfo, mut obj: Value) -> Value {
 }
 
 /// Converts a stored object to `info`'s served version.
-pub fn from_storage(info: &ResourceInfo, mut obj: Value) -> Value {
+pub fn from_storage(info: &ResourceInfo, obj: Value) -> Value {
+    let mut obj = crate::kcp::convert::from_storage(info, obj);
     if info.strategy == Strategy::EventsV1
         && let Value::Object(m) = &mut obj
     {

@@ -1,10 +1,11 @@
-//! `service-provider-apiserver`: run an embedded cluster for kubectl until interrupted.
+//! `service-provider-apiserver`: run embedded clusters (or, with `--kcp`, a kcp installation) for
+//! kubectl until interrupted.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use service_provider_apiserver::{ClusterOptions, ControlPlane};
+use service_provider_apiserver::{ClusterOptions, ControlPlane, KcpOptions};
 
 /// Runs embedded Kubernetes-compatible API servers on 127.0.0.1.
 #[derive(Debug, Parser)]
@@ -25,6 +26,61 @@ struct Args {
     /// Make Deployments report Available.
     #[arg(long)]
     deployments_available: bool,
+    /// Serve kcp instead: workspaces, APIExports/APIBindings and virtual workspaces. The
+    /// kubeconfig points at the `root` workspace.
+    #[arg(long)]
+    kcp: bool,
+    /// kcp: the number of shards.
+    #[arg(long, default_value_t = 1, requires = "kcp")]
+    shards: usize,
+    /// kcp: workspaces to create at start (e.g. `root:provider`), parents first.
+    #[arg(long = "workspace", requires = "kcp")]
+    workspaces: Vec<String>,
+}
+
+async fn run_kcp(args: &Args) -> ExitCode {
+    let mut opts = KcpOptions::default().shards(args.shards).port(args.port);
+    if args.http {
+        opts = opts.http();
+    }
+    let cp = ControlPlane::new();
+    let kcp = match cp.add_kcp("kcp", opts).await {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("error: could not start kcp: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("kcp: {}", kcp.url());
+    for s in kcp.shards() {
+        println!("shard {}: {}", s.name(), s.url());
+    }
+    for ws in &args.workspaces {
+        match kcp.create_workspace(ws).await {
+            Ok(w) => println!(
+                "workspace {}: {} (logical cluster {})",
+                w.path, w.url, w.name
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if let Some(path) = &args.kubeconfig {
+        if let Err(e) = kcp.write_kubeconfig("root", path) {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+        println!(
+            "kubeconfig: {}  (kubectl --kubeconfig {} get workspaces)",
+            path.display(),
+            path.display()
+        );
+    }
+    println!("serving; press Ctrl-C to stop");
+    let _ = tokio::signal::ctrl_c().await;
+    ExitCode::SUCCESS
 }
 
 #[tokio::main]
@@ -34,6 +90,9 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
+    if args.kcp {
+        return run_kcp(&args).await;
+    }
     let cp = ControlPlane::new();
     for (i, name) in args.clusters.iter().enumerate() {
         let mut opts = ClusterOptions::default().deployments_available(args.deployments_available);

@@ -205,6 +205,26 @@ impl ApiSet {
             .iter()
             .flat_map(|g| self.groups[g].values().flatten())
     }
+
+    /// A resource by group, version and plural.
+    pub fn get(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceInfo>> {
+        self.by_gvr
+            .get(&(group.to_string(), version.to_string(), resource.to_string()))
+            .cloned()
+    }
+
+    /// The groups for discovery, in registration order (a set served on its own, such as a kcp
+    /// virtual workspace's).
+    pub fn group_infos(&self) -> Vec<GroupInfo> {
+        self.group_order
+            .iter()
+            .map(|g| GroupInfo {
+                name: g.clone(),
+                versions: sorted_versions(self.groups[g].keys()),
+                resources: self.groups[g].clone(),
+            })
+            .collect()
+    }
 }
 
 /// One API group as discovery shows it.

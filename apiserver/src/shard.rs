@@ -40,6 +40,12 @@ pub struct ShardOptions {
     /// kcp shard: ServiceAccount tokens name their logical cluster, and logical clusters share the
     /// shard's bootstrap RBAC policy instead of holding bootstrap objects.
     pub kcp: bool,
+    /// The built-in resources every logical cluster serves (default: kube-apiserver's; kcp shards
+    /// serve their own set).
+    pub builtins: Option<Arc<crate::registry::ApiSet>>,
+    /// The ServiceAccount token issuer (default: a new one with a fresh key). Shards of one kcp
+    /// installation share one, so a token minted on one shard authenticates on every shard.
+    pub token_issuer: Option<Arc<crate::auth::TokenIssuer>>,
 }
 
 /// What a new logical cluster starts with.
@@ -94,12 +100,16 @@ impl Shard {
         let shard = Arc::new(Shard {
             name: name.into(),
             store: Store::new(opts.store.clone()),
-            registry: Registry::new(builtin::builtins()),
+            registry: Registry::new(opts.builtins.clone().unwrap_or_else(builtin::builtins)),
             clusters: RwLock::new(BTreeMap::new()),
             admission: RwLock::new(admission::default_plugins()),
             // Key generation only fails when the system random number generator does.
-            auth: crate::authn::Authn::new(&admin_token, opts.kcp)
-                .expect("ServiceAccount signing key"),
+            auth: crate::authn::Authn::with_issuer(
+                &admin_token,
+                opts.kcp,
+                opts.token_issuer.clone(),
+            )
+            .expect("ServiceAccount signing key"),
             admin_token,
             opts,
             faults: Faults::default(),

@@ -213,7 +213,7 @@ pub(super) async fn non_resource(
                 accept,
                 Allowed {
                     transforms: false,
-                    aggregated: true,
+                    aggregated: t.surface.aggregated_discovery(),
                 },
             )? {
                 Output::Aggregated(v) => {
@@ -247,7 +247,7 @@ pub(super) async fn non_resource(
                 accept,
                 Allowed {
                     transforms: false,
-                    aggregated: true,
+                    aggregated: t.surface.aggregated_discovery(),
                 },
             )? {
                 Output::Aggregated(v) => Ok(value_response(

@@ -70,7 +70,25 @@ pub trait Surface: Send + Sync {
         };
         t.shard.auth.authorize(cluster, user, attrs)
     }
+    /// Whether aggregated discovery is served (kcp's virtual workspaces serve legacy discovery only,
+    /// and clients fall back to it).
+    fn aggregated_discovery(&self) -> bool {
+        true
+    }
+    /// The faults injected into requests on this surface.
+    fn faults<'a>(&'a self, t: &'a Target) -> &'a crate::faults::Faults {
+        t.shard.faults()
+    }
+    /// Which stored objects of a resource the caller sees (`None`: all of them). Objects it does
+    /// not see are absent from lists and watches and 404 when addressed by name (kcp's virtual
+    /// workspace shows claimed objects only where a binding accepted the claim).
+    fn filter(&self, _t: &Target, _info: &ResourceInfo) -> Option<ObjectFilter> {
+        None
+    }
 }
+
+/// A predicate on stored objects (see [`Surface::filter`]).
+pub type ObjectFilter = Arc<dyn Fn(&crate::store::StoredObject) -> bool + Send + Sync>;
 
 /// The shard's own resources, users and RBAC.
 pub struct ShardSurface;
@@ -118,14 +136,16 @@ impl Ctx<'_> {
     pub fn cluster(&self) -> ApiResult<&Arc<str>> {
         match &self.target.cluster {
             ClusterScope::One(c) => Ok(c),
-            ClusterScope::Wildcard => Err(ApiError::new(
-                405,
-                "MethodNotAllowed",
-                format!(
-                    "{} is not supported in the `*` logical cluster",
-                    self.ri.verb
-                ),
-            )),
+            ClusterScope::Wildcard => {
+                // kcp's WithWildcardListWatchGuard: MethodNotSupported plus the cluster.
+                let mut e = ApiError::method_not_supported(
+                    &self.info.group,
+                    &self.info.resource,
+                    &self.ri.verb,
+                );
+                e.message.push_str(" in the `*` logical cluster");
+                Err(e)
+            }
         }
     }
 
@@ -230,7 +250,7 @@ async fn handle_inner(
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let user = target.surface.authenticate(target, authorization)?;
-    let latency = target.shard.faults().latency();
+    let latency = target.surface.faults(target).latency();
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
@@ -256,10 +276,16 @@ async fn handle_inner(
         .ok_or_else(ApiError::no_route)?;
     if let Some(e) =
         target
-            .shard
-            .faults()
+            .surface
+            .faults(target)
             .check(&ri.verb, &ri.group, &ri.resource_label(), &ri.name)
     {
+        return Err(e);
+    }
+    if target.cluster == ClusterScope::Wildcard && !matches!(ri.verb.as_str(), "list" | "watch") {
+        // kcp's WithWildcardListWatchGuard answers before anything else looks at the request.
+        let mut e = ApiError::method_not_supported(&info.group, &info.resource, &ri.verb);
+        e.message.push_str(" in the `*` logical cluster");
         return Err(e);
     }
     let attrs = crate::authn::resource_attributes(

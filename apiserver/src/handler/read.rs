@@ -50,6 +50,7 @@ pub(crate) fn get(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
     let cluster = cx.cluster()?;
     let api = cx.target.shard.api(cluster);
     let obj = api.get(&cx.info, cx.namespace(), &cx.ri.name)?;
+    check_visible(cx, &obj)?;
     match cx.ri.subresource.as_str() {
         "" => Ok(object_response(cx, 200, &obj)),
         "status" if cx.info.status => Ok(object_response(cx, 200, &obj)),
@@ -59,6 +60,18 @@ pub(crate) fn get(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
             cx.output,
         )),
         _ => Err(ApiError::no_route()),
+    }
+}
+
+/// 404 for an object the surface hides from the caller (as if it did not exist).
+pub(crate) fn check_visible(cx: &Ctx<'_>, obj: &StoredObject) -> ApiResult<()> {
+    match cx.target.surface.filter(cx.target, &cx.info) {
+        Some(f) if !f(obj) => Err(ApiError::not_found(
+            &cx.info.group,
+            &cx.info.resource,
+            &cx.ri.name,
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -103,10 +116,11 @@ pub(crate) fn scale_of(info: &ResourceInfo, v: &Value) -> Value {
     })
 }
 
-/// Parsed selectors of a list or watch.
+/// Parsed selectors of a list or watch, plus what the surface lets the caller see.
 pub(crate) struct Selectors {
     pub label: LabelSelector,
     pub field: FieldSelector,
+    pub visible: Option<super::ObjectFilter>,
 }
 
 impl Selectors {
@@ -114,11 +128,19 @@ impl Selectors {
         let label = LabelSelector::parse(cx.query.get("labelSelector").unwrap_or(""))?;
         let allowed: Vec<&str> = cx.info.field_selectors.iter().map(String::as_str).collect();
         let field = FieldSelector::parse(cx.query.get("fieldSelector").unwrap_or(""), &allowed)?;
-        Ok(Selectors { label, field })
+        let visible = cx.target.surface.filter(cx.target, &cx.info);
+        Ok(Selectors {
+            label,
+            field,
+            visible,
+        })
     }
 
-    /// Does a stored object match both selectors?
+    /// Does a stored object match both selectors (and may the caller see it)?
     pub fn matches(&self, info: &ResourceInfo, o: &StoredObject) -> bool {
+        if self.visible.as_ref().is_some_and(|f| !f(o)) {
+            return false;
+        }
         if !self.label.matches(|k| o.label(k)) {
             return false;
         }

@@ -61,6 +61,18 @@ fn field_manager(cx: &Ctx<'_>) -> ApiResult<String> {
     Ok(crate::patch::update_manager_name(param, ua))
 }
 
+/// Refuses writes to an existing object the surface hides from the caller (404, as for reads).
+fn guard_visible(cx: &Ctx<'_>) -> ApiResult<()> {
+    if cx.target.surface.filter(cx.target, &cx.info).is_none() {
+        return Ok(());
+    }
+    let api = ClusterApi::new(&cx.target.shard, cx.cluster()?.clone(), cx.user.clone());
+    match api.get(&cx.info, cx.namespace(), &cx.ri.name) {
+        Ok(obj) => super::read::check_visible(cx, &obj),
+        Err(_) => Ok(()),
+    }
+}
+
 fn api<'a>(cx: &'a Ctx<'_>) -> ApiResult<ClusterApi<'a>> {
     Ok(
         ClusterApi::new(&cx.target.shard, cx.cluster()?.clone(), cx.user.clone())
@@ -194,6 +206,7 @@ fn write_scale(cx: &Ctx<'_>, scale: &Value) -> ApiResult<Response<Body>> {
 
 /// PUT.
 pub(crate) fn update(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    guard_visible(cx)?;
     let sub = subresource(cx)?;
     let obj = decode(cx, &body)?;
     if sub == Some("scale") {
@@ -217,6 +230,7 @@ pub(crate) fn update(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
 
 /// PATCH: merge, JSON, strategic merge (built-ins only) and apply patches.
 pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    guard_visible(cx)?;
     let ct = cx
         .headers
         .get(http::header::CONTENT_TYPE)
@@ -374,6 +388,7 @@ fn dry_run_in_body(body: &Bytes) -> bool {
 
 /// DELETE of one object.
 pub(crate) fn delete(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    guard_visible(cx)?;
     if !cx.ri.subresource.is_empty() {
         return Err(ApiError::method_not_supported(
             &cx.info.group,

@@ -628,6 +628,22 @@ impl Rbac {
         }
     }
 
+    /// kcp's deep SubjectAccessReview: RBAC of the logical cluster (with the bootstrap policy)
+    /// without the workspace-access gate, as kcp checks `bind` on an APIExport for identities
+    /// that cannot enter the export's workspace. Identities scoped to other logical clusters count
+    /// as their effective user there.
+    pub fn authorize_deep(&self, user: &UserInfo, attributes: &Attributes) -> Decision {
+        if user.is_privileged() {
+            return Decision::Allow {
+                reason: String::new(),
+            };
+        }
+        match &self.scope {
+            Scope::Kcp { cluster } => self.evaluate(&effective_user(user, cluster), attributes),
+            Scope::Cluster => self.evaluate(user, attributes),
+        }
+    }
+
     /// Plain RBAC evaluation, kube-apiserver's `RBACAuthorizer.Authorize`.
     fn evaluate(&self, user: &UserInfo, attributes: &Attributes) -> Decision {
         let mut visit = Visit {
