@@ -70,6 +70,9 @@ pub trait Surface: Send + Sync {
         };
         t.shard.auth.authorize(cluster, user, attrs)
     }
+    /// Adjusts an object the caller creates through this surface (kcp's virtual workspace applies
+    /// the `matchLabels` of the permission claim that allows the write).
+    fn prepare_create(&self, _t: &Target, _info: &ResourceInfo, _obj: &mut serde_json::Value) {}
     /// Whether aggregated discovery is served (kcp's virtual workspaces serve legacy discovery only,
     /// and clients fall back to it).
     fn aggregated_discovery(&self) -> bool {

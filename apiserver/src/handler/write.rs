@@ -117,7 +117,10 @@ pub(crate) fn create(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
             "create",
         ));
     }
-    let obj = decode(cx, &body)?;
+    let mut obj = decode(cx, &body)?;
+    cx.target
+        .surface
+        .prepare_create(cx.target, &cx.info, &mut obj);
     let manager = field_manager(cx)?;
     let a = api(cx)?;
     let o = a.create_with(

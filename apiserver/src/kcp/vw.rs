@@ -360,6 +360,35 @@ impl Surface for VwSurface {
         false
     }
 
+    fn prepare_create(&self, t: &Target, info: &ResourceInfo, obj: &mut Value) {
+        let ClusterScope::One(cluster) = &t.cluster else {
+            return;
+        };
+        let Some(b) = self.binding(cluster) else {
+            return;
+        };
+        let Some(claim) = b
+            .claims
+            .iter()
+            .find(|c| c.group == info.group && c.resource == info.resource)
+        else {
+            return;
+        };
+        if claim.match_labels.is_empty() {
+            return;
+        }
+        let m = crate::meta::metadata_mut(obj);
+        let labels = m
+            .entry("labels")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(l) = labels.as_object_mut() {
+            for (k, v) in &claim.match_labels {
+                l.entry(k.clone())
+                    .or_insert_with(|| Value::String(v.clone()));
+            }
+        }
+    }
+
     fn faults<'a>(&'a self, _t: &'a Target) -> &'a crate::faults::Faults {
         &self.shard.vw_faults
     }

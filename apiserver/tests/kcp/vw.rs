@@ -438,3 +438,64 @@ async fn no_token_subresource_and_providers_need_apiexport_content() {
             .is_ok()
     );
 }
+
+#[tokio::test]
+async fn a_claim_selector_limits_what_the_provider_sees_and_labels_what_it_creates() {
+    let kcp = kcp().await;
+    let p = provider(&kcp, "p").await;
+    let a = kcp.create_workspace("root:a").await.unwrap();
+    bind(
+        &kcp,
+        &a,
+        &p,
+        "cowboys",
+        json!([{"group": "", "resource": "configmaps", "verbs": ["get", "list", "watch", "create"],
+                "selector": {"matchLabels": {"shared-with": "cowboys"}}, "state": "Accepted"}]),
+    )
+    .await;
+    let tenant = Api::<ConfigMap>::namespaced(kcp.client(&a.path), "default");
+    for (name, labels) in [
+        ("private", json!({})),
+        ("shared", json!({"shared-with": "cowboys"})),
+    ] {
+        tenant
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}}))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let url = vw_url(&kcp, &p.path).await;
+    let vw = Api::<ConfigMap>::namespaced(
+        kcp.client_for_url(&format!("{url}/clusters/{}", a.name), kcp.admin_token()),
+        "default",
+    );
+    assert!(vw.get("shared").await.is_ok());
+    assert_eq!(code(vw.get("private").await.unwrap_err()), 404);
+    let names: Vec<String> = vw
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(names, ["shared"]);
+    let made = vw
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "from-provider"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        made.metadata
+            .labels
+            .unwrap()
+            .get("shared-with")
+            .map(String::as_str),
+        Some("cowboys")
+    );
+}

@@ -33,6 +33,8 @@ pub(crate) struct AcceptedClaim {
     pub export_verbs: Vec<String>,
     /// `None`: every object (`matchAll`).
     pub selector: Option<LabelSelector>,
+    /// The selector's `matchLabels`, applied to objects the provider creates.
+    pub match_labels: Vec<(String, String)>,
 }
 
 impl AcceptedClaim {
@@ -479,6 +481,13 @@ pub(super) fn reconcile(inner: &Arc<KcpInner>, r: &ObjRef) -> Result<Outcome, Ap
             binding_verbs: strings(c.get("verbs")),
             export_verbs: ExportClaim::parse(ec).verbs,
             selector: selector(c.get("selector")),
+            match_labels: c
+                .pointer("/selector/matchLabels")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect(),
         };
         let mut a = json!({
             "group": claim.group, "resource": claim.resource,
