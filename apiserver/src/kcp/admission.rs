@@ -177,6 +177,10 @@ impl KcpAdmission {
                         format!("Invalid value: {:?}: {p}", a.name),
                     ));
                 }
+                // The status kcp's CRD defaults a new Workspace to, until the scheduler runs.
+                if let Some(obj) = a.object.as_deref_mut() {
+                    obj["status"] = json!({"phase": "Scheduling"});
+                }
                 Ok(())
             }
             Operation::Update => {

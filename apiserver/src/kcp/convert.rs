@@ -120,7 +120,7 @@ fn base_claim(c: &Value) -> Map<String, Value> {
     out
 }
 
-fn claims_at<'a>(obj: &'a Value, ptr: &str) -> Vec<Value> {
+fn claims_at(obj: &Value, ptr: &str) -> Vec<Value> {
     obj.pointer(ptr)
         .and_then(Value::as_array)
         .cloned()

@@ -153,6 +153,9 @@ impl ShardState {
     }
 }
 
+/// Bound-resource definitions by (schema uid, identity hash).
+pub(crate) type SchemaInfos = HashMap<(String, String), Vec<Arc<ResourceInfo>>>;
+
 /// Everything one kcp installation shares.
 pub(crate) struct KcpInner {
     pub name: String,
@@ -170,7 +173,7 @@ pub(crate) struct KcpInner {
     pub state: Mutex<controller::ApiState>,
     pub vw_cache: VwCache,
     /// Bound-resource definitions per (schema uid, identity hash), shared by every binding.
-    pub schema_infos: Mutex<HashMap<(String, String), Vec<Arc<ResourceInfo>>>>,
+    pub schema_infos: Mutex<SchemaInfos>,
     /// Static user tokens, registered on every shard (also on shards added later).
     pub users: Mutex<Vec<(String, UserInfo)>>,
 }

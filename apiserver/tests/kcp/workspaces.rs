@@ -24,6 +24,7 @@ async fn creating_a_workspace_creates_a_ready_logical_cluster() {
         .await
         .expect("create workspace");
     assert_eq!(ws.metadata.name.as_deref(), Some("team"));
+    assert_eq!(ws.data["status"]["phase"], "Scheduling");
     let ready = wait_obj(&workspaces(&root), "team", "Ready", |v| {
         v.pointer("/status/phase") == Some(&json!("Ready"))
     })
