@@ -135,23 +135,22 @@ fn schema_errors(name: &str, v: &Value) -> Vec<String> {
                 "spec.versions: Invalid value: \"array\": must contain unique version names".into(),
             );
         }
-        match x.get("schema") {
-            None | Some(Value::Null) => {
-                errs.push(format!("spec.versions[{i}].schema: Required value"))
-            }
-            Some(schema) => {
-                if let Err(causes) = crate::validation::Validator::compile(schema) {
-                    for c in causes {
-                        let f = if c.field.is_empty() {
-                            format!("spec.versions[{i}].schema")
-                        } else {
-                            format!("spec.versions[{i}].schema.{}", c.field)
-                        };
-                        errs.push(format!("{f}: {}", c.message));
-                    }
-                }
-            }
+        if x.get("schema").is_none_or(Value::is_null) {
+            errs.push(format!("spec.versions[{i}].schema: Required value"));
         }
+    }
+    // The schemas themselves are validated as kube-apiserver validates a CRD's (kcp does the same),
+    // with the CRD's `schema.openAPIV3Schema` being the schema's `schema`.
+    let crd = crate::kcp::controller::schema_as_crd(v);
+    for c in crate::validation::validate_crd(&crd) {
+        if !c.field.starts_with("spec.versions[") {
+            continue;
+        }
+        let field = c.field.replace(".schema.openAPIV3Schema", ".schema");
+        if field.ends_with(".schema") && c.reason == "FieldValueRequired" {
+            continue;
+        }
+        errs.push(format!("{field}: {}", c.message));
     }
     for (field, ptr) in [
         ("plural", "/spec/names/plural"),
