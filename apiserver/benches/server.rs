@@ -199,10 +199,38 @@ async fn bench_update(c: &Cluster) {
     cpu_report("update", ops, cpu);
 }
 
-async fn bench_watch(c: &Cluster) {
+/// What a watcher decodes each event into.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Decode {
+    /// The typed ConfigMap (k8s-openapi), as a controller would.
+    Typed,
+    /// Only `metadata.resourceVersion` (kube's WatchEvent over a minimal type): the server's
+    /// fan-out cost with the cheapest client-side decoding.
+    Light,
+}
+
+/// The least a watch event can be decoded into.
+#[derive(Clone, Debug, serde::Deserialize)]
+struct Light {
+    #[allow(dead_code)]
+    metadata: LightMeta,
+}
+
+#[derive(Clone, Debug, serde::Deserialize)]
+struct LightMeta {
+    #[serde(rename = "resourceVersion")]
+    #[allow(dead_code)]
+    resource_version: String,
+}
+
+async fn bench_watch(c: &Cluster, decode: Decode) {
     const WATCHERS: usize = 100;
     const EVENTS: usize = 10_000;
-    let ns = "watch-bench";
+    let ns = if decode == Decode::Typed {
+        "watch-typed"
+    } else {
+        "watch-light"
+    };
     let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(c.client());
     nss.create(
         &PostParams::default(),
@@ -219,19 +247,33 @@ async fn bench_watch(c: &Cluster) {
         let api: Api<ConfigMap> = Api::namespaced(c.client(), ns);
         let rv = rv.clone();
         let ready = ready_tx.clone();
+        let client = c.client();
         watchers.push(tokio::spawn(async move {
-            let mut s = api
-                .watch(&WatchParams::default().timeout(290), &rv)
-                .await
-                .expect("watch")
-                .boxed();
-            let _ = ready.send(()).await;
             let mut n = 0;
-            while n < EVENTS {
-                match s.next().await {
-                    Some(Ok(WatchEvent::Added(_))) => n += 1,
-                    Some(Ok(_)) => {}
-                    other => panic!("watch ended early: {other:?}"),
+            match decode {
+                Decode::Typed => {
+                    let mut s = api.watch(&WatchParams::default().timeout(290), &rv).await.expect("watch").boxed();
+                    let _ = ready.send(()).await;
+                    while n < EVENTS {
+                        match s.next().await {
+                            Some(Ok(WatchEvent::Added(_))) => n += 1,
+                            Some(Ok(_)) => {}
+                            other => panic!("watch ended early: {other:?}"),
+                        }
+                    }
+                }
+                Decode::Light => {
+                    let url = format!("/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=290");
+                    let req = http::Request::get(url).body(Vec::new()).expect("request");
+                    let mut s = client.request_events::<Light>(req).await.expect("watch").boxed();
+                    let _ = ready.send(()).await;
+                    while n < EVENTS {
+                        match s.next().await {
+                            Some(Ok(WatchEvent::Added(_))) => n += 1,
+                            Some(Ok(_)) => {}
+                            other => panic!("watch ended early: {other:?}"),
+                        }
+                    }
                 }
             }
             Instant::now()
@@ -262,7 +304,12 @@ async fn bench_watch(c: &Cluster) {
     let total = last - start;
     let cpu = cpu_seconds() - cpu0;
     println!(
-        "watch: {EVENTS} events to each of {WATCHERS} watchers ({} deliveries): all delivered {:.3} s after the first write (writes took {:.3} s; target <= 1 s)",
+        "watch ({}): {EVENTS} events to each of {WATCHERS} watchers ({} deliveries): all delivered {:.3} s after the first write (writes took {:.3} s; target <= 1 s)",
+        if decode == Decode::Typed {
+            "typed ConfigMap decode"
+        } else {
+            "metadata-only decode"
+        },
         EVENTS * WATCHERS,
         total.as_secs_f64(),
         written.as_secs_f64()
@@ -390,7 +437,10 @@ fn main() {
             bench_update(&c).await;
         }
         if run("watch") {
-            bench_watch(&c).await;
+            bench_watch(&c, Decode::Typed).await;
+        }
+        if run("watchlight") || run("watch") {
+            bench_watch(&c, Decode::Light).await;
         }
     });
 }

@@ -291,12 +291,19 @@ fn stream_body(
                     st.last_rv = st.last_rv.max(ev.rv);
                     if let Some(l) = st.enc.encode(&ev) { buf.extend_from_slice(&l); }
                     let mut n = 1;
+                    let mut yielded = false;
                     while n < BATCH {
                         match st.stream.rx.try_recv() {
                             Ok(ev) => {
                                 st.last_rv = st.last_rv.max(ev.rv);
                                 if let Some(l) = st.enc.encode(&ev) { buf.extend_from_slice(&l); }
                                 n += 1;
+                            }
+                            // During a burst, give writers one turn to add to the batch: one
+                            // larger write instead of a syscall and a client wake-up per event.
+                            Err(_) if !yielded && n < 8 => {
+                                yielded = true;
+                                tokio::task::yield_now().await;
                             }
                             Err(_) => break,
                         }
