@@ -25,6 +25,9 @@
 //!   controllers alike; [`controllers`] are tasks reacting to store changes.
 //! - [`handler`]: the request handler below URL routing; [`server`]: listeners; [`cluster`]: the
 //!   public API.
+//! - [`kcp`]: kcp mode — shards of logical clusters (workspaces), APIExports and APIBindings, and
+//!   the APIExport virtual workspace, routed in front of the same handler
+//!   ([`ControlPlane::add_kcp`]).
 
 pub mod admission;
 pub mod auth;

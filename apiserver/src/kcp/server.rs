@@ -511,6 +511,13 @@ impl Kcp {
         self.inner.shard(i).map(|state| KcpShard { state })
     }
 
+    /// Stops serving on every shard (open connections and watches end).
+    pub async fn stop(&self) {
+        for s in self.shards() {
+            s.stop().await;
+        }
+    }
+
     /// Publishes every shard in endpoint slices at once (`true`), or only shards with at least one
     /// APIBinding to the export (`false`, kcp's behaviour).
     pub fn set_publish_endpoints_eagerly(&self, on: bool) {
@@ -550,12 +557,13 @@ impl Kcp {
     }
 
     /// Creates the workspace `path` (its parent must exist) on the next shard in turn, and waits
-    /// until it is Ready.
+    /// until it is Ready and its `default` ServiceAccount exists.
     pub async fn create_workspace(&self, path: &str) -> Result<WorkspaceInfo, KcpError> {
         self.create_workspace_with(path, None).await
     }
 
-    /// Creates the workspace `path` on the given shard and waits until it is Ready.
+    /// Creates the workspace `path` on the given shard and waits until it is Ready (see
+    /// [`Kcp::create_workspace`]).
     pub async fn create_workspace_on(
         &self,
         path: &str,
@@ -600,7 +608,32 @@ impl Kcp {
             Err(e) if e.code == 409 => {}
             Err(e) => return Err(e.into()),
         }
-        self.wait_workspace(path, Duration::from_secs(30)).await
+        let timeout = Duration::from_secs(30);
+        let info = self.wait_workspace(path, timeout).await?;
+        // Also wait for the `default` ServiceAccount (created right after the namespace), so that
+        // a TokenRequest for it works as soon as this returns.
+        let shard = self
+            .inner
+            .shard(info.shard)
+            .ok_or_else(|| KcpError::NoShard(info.shard.to_string()))?;
+        let cluster = shard
+            .shard
+            .logical_cluster(&info.name)
+            .ok_or_else(|| KcpError::Timeout(path.to_string(), timeout))?;
+        let sas = crate::storage::core("serviceaccounts");
+        let deadline = tokio::time::Instant::now() + timeout;
+        while shard
+            .shard
+            .api(&cluster)
+            .get(&sas, "default", "default")
+            .is_err()
+        {
+            if tokio::time::Instant::now() > deadline {
+                return Err(KcpError::Timeout(path.to_string(), timeout));
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        Ok(info)
     }
 
     /// Waits until the workspace `path` is Ready.
@@ -713,5 +746,12 @@ impl crate::ControlPlane {
     /// A kcp installation by name.
     pub fn kcp(&self, name: &str) -> Option<Kcp> {
         self.kcp_installations().lock().get(name).cloned()
+    }
+
+    /// Stops and forgets a kcp installation.
+    pub async fn remove_kcp(&self, name: &str) -> Option<Kcp> {
+        let k = self.kcp_installations().lock().remove(name)?;
+        k.stop().await;
+        Some(k)
     }
 }

@@ -149,7 +149,8 @@ fn build(
         let found: Vec<Arc<ResourceInfo>> = if c.identity_hash.is_empty() {
             builtins
                 .all()
-                .filter(|i| i.group == c.group && i.resource == c.resource && i.stores_objects())
+                // Reviews (tokenreviews, subjectaccessreviews) are claimable too (kcp ≥ PR #4280).
+                .filter(|i| i.group == c.group && i.resource == c.resource)
                 .map(|i| {
                     if i.strategy == Strategy::ServiceAccount {
                         // The virtual workspace wires only `status`: no `serviceaccounts/token`.

@@ -256,6 +256,47 @@ async fn a_binding_goes_bound_and_serves_the_schema_with_its_validation() {
 }
 
 #[tokio::test]
+async fn a_watch_sees_a_binding_go_from_binding_to_bound() {
+    use futures::{StreamExt, TryStreamExt};
+    use kube::api::{WatchEvent, WatchParams};
+    let kcp = kcp().await;
+    let p = provider(&kcp, "p").await;
+    let ws = kcp.create_workspace("root:c").await.unwrap();
+    let api = bindings(&kcp.client(&ws.path), "v1alpha2");
+    let rv = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut events = api
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    bind(&kcp, &ws, &p, "cowboys", json!([])).await;
+    let mut phases: Vec<String> = Vec::new();
+    while phases.last().map(String::as_str) != Some("Bound") {
+        match tokio::time::timeout(TIMEOUT, events.try_next()).await {
+            Ok(Ok(Some(WatchEvent::Added(b) | WatchEvent::Modified(b)))) => {
+                let phase = b
+                    .data
+                    .pointer("/status/phase")
+                    .and_then(|p| p.as_str())
+                    .unwrap_or("");
+                if phases.last().map(String::as_str) != Some(phase) {
+                    phases.push(phase.to_string());
+                }
+            }
+            Ok(Ok(Some(_))) => {}
+            other => panic!("watch ended: {other:?}"),
+        }
+    }
+    assert_eq!(phases, ["", "Binding", "Bound"]);
+}
+
+#[tokio::test]
 async fn binding_needs_bind_permission_on_the_export() {
     let kcp = kcp().await;
     let p = provider(&kcp, "p").await;

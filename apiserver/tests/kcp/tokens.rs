@@ -132,3 +132,59 @@ async fn deleting_the_service_account_revokes_its_tokens() {
         .unwrap();
     assert_eq!(code(c.list(&ListParams::default()).await.unwrap_err()), 401);
 }
+
+#[tokio::test]
+async fn a_provider_reviews_a_tenant_token_through_a_tokenreviews_claim() {
+    use k8s_openapi::api::authentication::v1::TokenReview;
+    use kube::api::{Patch, PatchParams};
+    let kcp = kcp().await;
+    let p = provider(&kcp, "p").await;
+    exports(&kcp.client(&p.path), "v1alpha2")
+        .patch(
+            "cowboys",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"permissionClaims": [
+                {"group": "authentication.k8s.io", "resource": "tokenreviews", "verbs": ["create"]}
+            ]}})),
+        )
+        .await
+        .unwrap();
+    let a = kcp.create_workspace("root:a").await.unwrap();
+    bind(
+        &kcp,
+        &a,
+        &p,
+        "cowboys",
+        json!([{"group": "authentication.k8s.io", "resource": "tokenreviews", "verbs": ["create"],
+                "selector": {"matchAll": true}, "state": "Accepted"}]),
+    )
+    .await;
+    let (token, _) = mint(&kcp, &a, "worker").await;
+    let slice = wait_obj(
+        &slices(&kcp.client(&p.path)),
+        "cowboys",
+        "an endpoint",
+        |v| !endpoint_urls(v).is_empty(),
+    )
+    .await;
+    let url = endpoint_urls(&slice).remove(0);
+    let vw = kcp.client_for_url(&format!("{url}/clusters/{}", a.name), kcp.admin_token());
+    let review = Api::<TokenReview>::all(vw)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"spec": {"token": token}})).unwrap(),
+        )
+        .await
+        .expect("TokenReview through the virtual workspace");
+    let st = review.status.expect("status");
+    assert_eq!(st.authenticated, Some(true));
+    let user = st.user.expect("user");
+    assert_eq!(
+        user.username.as_deref(),
+        Some("system:serviceaccount:default:worker")
+    );
+    assert_eq!(
+        user.extra.unwrap()["authentication.kcp.io/cluster-name"],
+        [a.name.clone()]
+    );
+}
