@@ -185,6 +185,6 @@ async fn a_provider_reviews_a_tenant_token_through_a_tokenreviews_claim() {
     );
     assert_eq!(
         user.extra.unwrap()["authentication.kcp.io/cluster-name"],
-        [a.name.clone()]
+        vec![a.name]
     );
 }
