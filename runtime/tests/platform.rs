@@ -76,7 +76,7 @@ mod foo {
             version: "v1alpha1",
             kind: "Foo",
             plural: "foos",
-            kcp: false,
+            kcp: true,
         };
     }
 
@@ -926,5 +926,97 @@ async fn dedicated_listeners_serve_the_same_platform() -> TestResult {
         status_code(Api::<Namespace>::all(tenant).get("default").await),
         Some(403)
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn kcp_consumer_workspaces_are_bound_to_the_provider_export() -> TestResult {
+    let env = TestEnv::builder()
+        .provider::<foo::Foo>()
+        .provider_config(json!({"versions": [{"version": "1.0.0"}]}))
+        .kcp(2)
+        .start()
+        .await?;
+    let kcp = env.kcp().ok_or("no kcp")?;
+    let export = kcp.export_name().ok_or("no export")?;
+    assert_eq!(export, "foo.services.open-control-plane.io");
+    assert_eq!(kcp.provider_workspace().path, "root:provider");
+    let paths: Vec<&str> = kcp.consumers().iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, vec!["root:consumer-0", "root:consumer-1"]);
+
+    // Consumers serve the bound Service API, each its own objects under the same name.
+    let resource = kube::api::ApiResource::erase::<foo::Foo>(&());
+    for c in kcp.consumers() {
+        let foos = Api::<kube::api::DynamicObject>::namespaced_with(
+            kcp.client(&c.path),
+            "default",
+            &resource,
+        );
+        let obj: kube::api::DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "foo.services.open-control-plane.io/v1alpha1",
+            "kind": "Foo",
+            "metadata": {"name": "same-name"},
+            "spec": {"version": "1.0.0"},
+        }))?;
+        foos.create(&PostParams::default(), &obj).await?;
+        assert_eq!(foos.list(&ListParams::default()).await?.items.len(), 1);
+    }
+
+    // The provider's identity: it reads the endpoint slice (which lists the virtual workspace
+    // now that bindings exist) and nothing it was not granted.
+    let identity = client_from(kcp.provider_kubeconfig().ok_or("no provider identity")?).await?;
+    let slices = Api::<kube::api::DynamicObject>::all_with(
+        identity.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("apis.kcp.io", "v1alpha1", "APIExportEndpointSlice"),
+            "apiexportendpointslices",
+        ),
+    );
+    let slice = slices.get(export).await?;
+    let urls = slice
+        .data
+        .pointer("/status/endpoints")
+        .and_then(|e| e.as_array())
+        .map(Vec::len);
+    assert_eq!(urls, Some(1), "{:?}", slice.data);
+    assert_eq!(
+        status_code(
+            Api::<ConfigMap>::namespaced(identity, "default")
+                .list(&ListParams::default())
+                .await
+        ),
+        Some(403)
+    );
+
+    // The same identity is stored on the platform for the ProviderConfig's kcp block.
+    let provider = env.provider().ok_or("no provider")?;
+    let secret_name = provider.kcp_kubeconfig_secret().ok_or("no kcp Secret")?;
+    let secret = Api::<Secret>::namespaced(env.platform().client(), provider.pod_namespace())
+        .get(secret_name)
+        .await?;
+    assert!(secret.data.unwrap_or_default().contains_key("kubeconfig"));
+    let block = kcp.provider_config_block(provider.pod_namespace(), secret_name);
+    assert_eq!(block["providerWorkspace"], "root:provider");
+
+    let dir = std::env::temp_dir().join(format!(
+        "sp-platform-kcp-kubeconfigs-{}",
+        std::process::id()
+    ));
+    let files = env.write_kubeconfigs(&dir)?;
+    let names: Vec<String> = files
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    for expected in [
+        "kcp-provider.kubeconfig",
+        "kcp-provider-identity.kubeconfig",
+        "kcp-root-consumer-1.kubeconfig",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

@@ -16,8 +16,11 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
+use service_provider_apiserver::kcp::KcpOptions;
+
 use crate::dev::DevError;
 use crate::dev::hosting::{ClusterHandle, Hosting};
+use crate::dev::kcp::{KcpEnv, KcpSetup};
 use crate::dev::operator::{HostedCluster, Operator, OperatorConfig};
 use crate::manifests::{Manifest, Place};
 use crate::openmcp::constants::{CLUSTER_LABEL, PHASE_READY, PURPOSE_WORKLOAD};
@@ -67,6 +70,7 @@ pub struct TestEnvBuilder {
     operator: OperatorConfig,
     pod_namespace: String,
     provider: Option<ProviderSetup>,
+    kcp: Option<KcpSetup>,
     wait_ready: bool,
     timeout: Duration,
     parallelism: usize,
@@ -81,6 +85,7 @@ impl Default for TestEnvBuilder {
             operator: OperatorConfig::default(),
             pod_namespace: "openmcp-system".into(),
             provider: None,
+            kcp: None,
             wait_ready: true,
             timeout: DEFAULT_TIMEOUT,
             parallelism: 64,
@@ -196,6 +201,39 @@ impl TestEnvBuilder {
         self
     }
 
+    /// Also starts an embedded kcp with a provider workspace (`root:provider`) and
+    /// `consumer_workspaces` consumer workspaces `root:consumer-<i>`. With a kcp-capable
+    /// provider (`kcp` in its attribute), the provider workspace gets its APIResourceSchema and
+    /// APIExport and an identity with exactly the generated ClusterRole, and every consumer an
+    /// APIBinding with the claims accepted, Bound before `start` returns.
+    pub fn kcp(mut self, consumer_workspaces: usize) -> Self {
+        let setup = self.kcp.get_or_insert_with(|| KcpSetup {
+            consumers: 0,
+            provider_workspace: "root:provider".into(),
+            options: KcpOptions::default(),
+        });
+        setup.consumers = consumer_workspaces;
+        self
+    }
+
+    /// The provider workspace's path (default `root:provider`); call after
+    /// [`TestEnvBuilder::kcp`].
+    pub fn kcp_provider_workspace(mut self, path: impl Into<String>) -> Self {
+        if let Some(k) = self.kcp.as_mut() {
+            k.provider_workspace = path.into();
+        }
+        self
+    }
+
+    /// Options of the embedded kcp (shards, shortest token lifetime, …); call after
+    /// [`TestEnvBuilder::kcp`].
+    pub fn kcp_options(mut self, options: KcpOptions) -> Self {
+        if let Some(k) = self.kcp.as_mut() {
+            k.options = options;
+        }
+        self
+    }
+
     /// Starts everything. Must be called within a tokio runtime; the clusters and the operator
     /// live on it.
     pub async fn start(self) -> Result<TestEnv, DevError> {
@@ -210,11 +248,29 @@ impl TestEnvBuilder {
         cfg.system_namespace = self.pod_namespace.clone();
         let operator = Operator::start(platform.clone(), onboarding.clone(), cfg).await?;
 
-        let provider = match &self.provider {
+        let mut provider = match &self.provider {
             Some(p) => Some(
                 setup_provider(p, &platform, &onboarding, &self.pod_namespace, self.timeout)
                     .await?,
             ),
+            None => None,
+        };
+        let kcp = match &self.kcp {
+            Some(setup) => {
+                let p = self
+                    .provider
+                    .as_ref()
+                    .map(|p| (p.name.as_str(), p.manifests.as_slice()));
+                let kcp = crate::dev::kcp::start(setup, p, self.parallelism, self.timeout).await?;
+                if let (Some(p), Some(kubeconfig)) = (provider.as_mut(), kcp.provider_kubeconfig())
+                {
+                    let name = format!("{}-kcp-kubeconfig", p.name);
+                    store_kubeconfig(&platform.client(), &self.pod_namespace, &name, kubeconfig)
+                        .await?;
+                    p.kcp_kubeconfig_secret = Some(name);
+                }
+                Some(kcp)
+            }
             None => None,
         };
 
@@ -230,6 +286,7 @@ impl TestEnvBuilder {
             pod_namespace: self.pod_namespace.clone(),
             control_planes: cps.clone(),
             provider,
+            kcp,
             timeout: self.timeout,
         };
         env.create_control_planes(&cps, self.parallelism).await?;
@@ -252,6 +309,7 @@ pub struct ProviderEnv {
     info: ProviderInfo,
     platform_kubeconfig: String,
     pod_namespace: String,
+    kcp_kubeconfig_secret: Option<String>,
 }
 
 impl ProviderEnv {
@@ -276,6 +334,13 @@ impl ProviderEnv {
     pub fn pod_namespace(&self) -> &str {
         &self.pod_namespace
     }
+
+    /// With kcp and a kcp provider: the Secret in the pod namespace whose `kubeconfig` holds
+    /// the provider's provider-workspace identity, for the ProviderConfig `kcp` block (see
+    /// [`KcpEnv::provider_config_block`]).
+    pub fn kcp_kubeconfig_secret(&self) -> Option<&str> {
+        self.kcp_kubeconfig_secret.as_deref()
+    }
 }
 
 /// A running simulated platform.
@@ -287,6 +352,7 @@ pub struct TestEnv {
     pod_namespace: String,
     control_planes: Vec<ControlPlaneRef>,
     provider: Option<ProviderEnv>,
+    kcp: Option<KcpEnv>,
     timeout: Duration,
 }
 
@@ -324,6 +390,11 @@ impl TestEnv {
     /// The installed provider, if `provider::<P>()` was called.
     pub fn provider(&self) -> Option<&ProviderEnv> {
         self.provider.as_ref()
+    }
+
+    /// The kcp side, if `kcp(n)` was called.
+    pub fn kcp(&self) -> Option<&KcpEnv> {
+        self.kcp.as_ref()
     }
 
     /// The MCP cluster of a ControlPlane, once its ClusterRequest is granted.
@@ -471,7 +542,9 @@ impl TestEnv {
     /// `platform.kubeconfig`, `onboarding.kubeconfig`, `mcp-<namespace>-<name>.kubeconfig` per
     /// ControlPlane with a granted MCP, `<cluster>.kubeconfig` per workload cluster, and
     /// `provider-platform.kubeconfig` with the provider's own identity when a provider is
-    /// installed. Returns the paths written.
+    /// installed; with kcp, `kcp-provider.kubeconfig` (admin), `kcp-provider-identity.kubeconfig`
+    /// (the provider's identity) and `kcp-root-consumer-<i>.kubeconfig` (admin). Returns the
+    /// paths written.
     pub fn write_kubeconfigs(&self, dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, DevError> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(|e| DevError::Io {
@@ -506,6 +579,9 @@ impl TestEnv {
         if let Some(p) = &self.provider {
             files.push(("provider-platform".into(), p.platform_kubeconfig.clone()));
         }
+        if let Some(k) = &self.kcp {
+            files.extend(k.kubeconfigs());
+        }
         let mut written = Vec::new();
         for (name, content) in files {
             let path = dir.join(format!("{name}.kubeconfig"));
@@ -522,6 +598,31 @@ impl TestEnv {
     pub fn stop(&self) {
         self.operator.stop();
     }
+}
+
+/// Stores a kubeconfig in Secret `namespace/name` under `kubeconfig`.
+async fn store_kubeconfig(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    kubeconfig: &str,
+) -> Result<(), DevError> {
+    let secret = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "type": "Opaque",
+        "stringData": {"kubeconfig": kubeconfig},
+    });
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
+        .patch(
+            name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&secret),
+        )
+        .await
+        .map_err(DevError::kube(format!("storing Secret {namespace}/{name}")))?;
+    Ok(())
 }
 
 async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), DevError> {
@@ -745,6 +846,7 @@ async fn setup_provider(
     Ok(ProviderEnv {
         name: p.name.clone(),
         info: p.info,
+        kcp_kubeconfig_secret: None,
         platform_kubeconfig: platform.kubeconfig_for(
             &format!("system:serviceaccount:{pod_namespace}:{}", p.name),
             &token,

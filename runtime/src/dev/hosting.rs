@@ -155,6 +155,19 @@ fn config_for(url: &str, token: &str) -> Result<kube::Config, DevError> {
     Ok(c)
 }
 
+/// A client sending every request through `base` with `prefix` (e.g. `/clusters/<name>`) put
+/// before its path: a per-cluster client without a connection pool, TLS session or auth of its
+/// own. Must be called within a tokio runtime.
+pub(crate) fn prefixed_client(base: &kube::Client, prefix: &str) -> kube::Client {
+    kube::Client::new(
+        PrefixService {
+            inner: base.clone(),
+            prefix: prefix.into(),
+        },
+        "default",
+    )
+}
+
 /// A tower service sending every request through a shared client with `/clusters/<name>`
 /// prepended to its path: a per-cluster client without a connection pool of its own.
 #[derive(Clone)]
@@ -294,13 +307,9 @@ impl ClusterHandle {
     pub fn client(&self) -> kube::Client {
         match &*self.inner {
             Backend::Dedicated(c) => c.client(),
-            Backend::Logical { host, name } => kube::Client::new(
-                PrefixService {
-                    inner: host.admin.clone(),
-                    prefix: format!("/clusters/{name}").into(),
-                },
-                "default",
-            ),
+            Backend::Logical { host, name } => {
+                prefixed_client(&host.admin, &format!("/clusters/{name}"))
+            }
         }
     }
 

@@ -48,6 +48,13 @@
 //!   old spec are removed). Deletion deletes the ServiceAccount (its tokens stop working at
 //!   once), the RBAC objects and the Secret, then removes the finalizer.
 //!
+//! - **kcp** ([`TestEnvBuilder::kcp`]): an embedded kcp with a provider workspace and N consumer
+//!   workspaces; for a kcp-capable provider its APIResourceSchema and APIExport in the provider
+//!   workspace, an APIBinding with every permission claim accepted in each consumer, and a
+//!   provider identity with exactly the generated provider-workspace ClusterRole (also stored in
+//!   a platform Secret for the ProviderConfig's `kcp` block). This is setup, not simulation: kcp
+//!   itself is the embedded server's.
+//!
 //! # What differs from the real openmcp-operator
 //! - One process plays openmcp-operator *and* the cluster provider; there are no ClusterProfiles
 //!   (the profile is always [`operator::PROFILE`], the provider [`operator::PROVIDER`]) and no
@@ -65,11 +72,13 @@
 
 pub mod env;
 pub mod hosting;
+pub mod kcp;
 pub mod operator;
 mod queue;
 
 pub use env::{ControlPlaneRef, ProviderEnv, TestEnv, TestEnvBuilder};
 pub use hosting::{ClusterHandle, Hosting};
+pub use kcp::KcpEnv;
 pub use operator::{HostedCluster, Operator, OperatorConfig};
 
 /// Why the simulated platform could not start or do what was asked.
