@@ -110,7 +110,31 @@ impl Surface for WorkspaceSurface {
 
     fn authorize(&self, t: &Target, user: &UserInfo, attrs: &Attributes) -> ApiResult<()> {
         match &t.cluster {
-            ClusterScope::One(c) => t.shard.auth.authorize(c, user, attrs),
+            ClusterScope::One(c) => {
+                t.shard.auth.authorize(c, user, attrs)?;
+                let Attributes::Resource(r) = attrs else {
+                    return Ok(());
+                };
+                let Some(inner) = self.inner.upgrade() else {
+                    return Ok(());
+                };
+                let Some(ss) = inner.shard_of(c) else {
+                    return Ok(());
+                };
+                let entry = ss.bindings.read().get(&**c).and_then(|list| {
+                    list.iter()
+                        .find(|b| {
+                            b.resources
+                                .iter()
+                                .any(|(g, res)| *g == r.group && *res == r.resource)
+                        })
+                        .cloned()
+                });
+                match entry {
+                    Some(b) => super::controller::binding::check_policy(&inner, &b, user, attrs),
+                    None => Ok(()),
+                }
+            }
             // A shard's wildcard is for system:masters only (kcp serves it to the shard admin).
             ClusterScope::Wildcard if user.is_privileged() => Ok(()),
             ClusterScope::Wildcard => Err(attrs.forbidden(&user.username, "").into()),

@@ -331,7 +331,7 @@ impl Surface for VwSurface {
             .iter()
             .any(|(g, res)| *g == r.group && *res == r.resource)
         {
-            return Ok(());
+            return controller::binding::check_policy(&inner, &b, user, attrs);
         }
         if b.claims.iter().any(|c| {
             c.group == r.group

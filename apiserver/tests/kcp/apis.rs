@@ -533,3 +533,129 @@ async fn deleting_a_binding_removes_its_objects_and_resources() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn a_v1alpha1_binding_is_stored_as_v1alpha2() {
+    let kcp = kcp().await;
+    let p = provider(&kcp, "p").await;
+    let ws = kcp.create_workspace("root:c").await.unwrap();
+    let c = kcp.client(&ws.path);
+    bindings(&c, "v1alpha1")
+        .create(
+            &PostParams::default(),
+            &dynamic(json!({
+                "apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding",
+                "metadata": {"name": "cowboys"},
+                "spec": {
+                    "reference": {"export": {"path": p.path, "name": "cowboys"}},
+                    "permissionClaims": [{"group": "", "resource": "configmaps", "all": true, "state": "Accepted"}]
+                }
+            })),
+        )
+        .await
+        .unwrap();
+    let v2 = wait_obj(&bindings(&c, "v1alpha2"), "cowboys", "Bound", |v| {
+        v["status"]["phase"] == "Bound"
+    })
+    .await;
+    assert_eq!(
+        v2["spec"]["permissionClaims"],
+        json!([{"group": "", "resource": "configmaps", "verbs": ["*"], "selector": {"matchAll": true}, "state": "Accepted"}])
+    );
+    assert_eq!(
+        v2["status"]["appliedPermissionClaims"],
+        json!([{"group": "", "resource": "configmaps", "verbs": ["*"], "selector": {"matchAll": true}}])
+    );
+    let v1 = serde_json::to_value(bindings(&c, "v1alpha1").get("cowboys").await.unwrap()).unwrap();
+    assert_eq!(
+        v1["spec"]["permissionClaims"],
+        json!([{"group": "", "resource": "configmaps", "all": true, "state": "Accepted"}])
+    );
+    assert_eq!(v1["status"]["phase"], "Bound");
+}
+
+#[tokio::test]
+async fn a_local_maximal_permission_policy_limits_bound_resources() {
+    let kcp = kcp().await;
+    let p = provider(&kcp, "p").await;
+    let pc = kcp.client(&p.path);
+    exports(&pc, "v1alpha2")
+        .patch(
+            "cowboys",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"maximalPermissionPolicy": {"local": {}}}})),
+        )
+        .await
+        .unwrap();
+    let ws = consumer(&kcp, "c", &p).await;
+    let token = kcp.add_user("alice", &[]);
+    Api::<ClusterRoleBinding>::all(kcp.client(&ws.path))
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "alice-admin"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let alice = cowboys(&kcp.client_for_url(&ws.url, &token), "default");
+    // The binding picked up the policy (the export changed after the binding bound).
+    eventually("the policy to apply", || {
+        let alice = alice.clone();
+        async move {
+            matches!(alice.list(&ListParams::default()).await, Err(kube::Error::Api(s)) if s.code == 403)
+        }
+    })
+    .await;
+    let e = status(alice.list(&ListParams::default()).await.unwrap_err());
+    assert!(
+        e.message
+            .contains(&format!("API export \"{}\"|\"cowboys\" policy", p.name)),
+        "{}",
+        e.message
+    );
+    // Other resources in the workspace are not affected.
+    assert!(
+        Api::<Secret>::namespaced(kcp.client_for_url(&ws.url, &token), "default")
+            .list(&ListParams::default())
+            .await
+            .is_ok()
+    );
+    // The provider allows every authenticated user of its bindings to read cowboys.
+    Api::<ClusterRole>::all(pc.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "cowboys-readers"},
+                "rules": [{"apiGroups": ["wildwest.dev"], "resources": ["cowboys"], "verbs": ["get", "list", "watch"]}]
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    Api::<ClusterRoleBinding>::all(pc)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "cowboys-readers"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cowboys-readers"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "apis.kcp.io:binding:system:authenticated"}]
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(alice.list(&ListParams::default()).await.is_ok());
+    assert_eq!(
+        code(
+            alice
+                .create(&PostParams::default(), &cowboy("x", "y"))
+                .await
+                .unwrap_err()
+        ),
+        403
+    );
+}

@@ -58,6 +58,60 @@ pub(crate) struct BoundEntry {
     /// (group, resource) of every bound resource.
     pub resources: Vec<(String, String)>,
     pub claims: Vec<AcceptedClaim>,
+    /// The export has `maximalPermissionPolicy.local`: requests on the bound resources are also
+    /// checked against RBAC in the export's workspace.
+    pub local_policy: bool,
+}
+
+/// The prefix kcp gives users and groups when checking a maximal permission policy.
+pub const POLICY_PREFIX: &str = "apis.kcp.io:binding:";
+
+/// kcp's maximal permission policy: a request on a resource bound from an export with
+/// `maximalPermissionPolicy.local` must also be allowed by RBAC in the export's workspace, for the
+/// user and groups prefixed with `apis.kcp.io:binding:`.
+pub(crate) fn check_policy(
+    inner: &KcpInner,
+    entry: &BoundEntry,
+    user: &crate::auth::UserInfo,
+    attrs: &crate::auth::Attributes,
+) -> Result<(), ApiError> {
+    if !entry.local_policy || user.is_privileged() {
+        return Ok(());
+    }
+    let prefixed = crate::auth::UserInfo {
+        username: format!("{POLICY_PREFIX}{}", user.username),
+        uid: user.uid.clone(),
+        groups: user
+            .groups
+            .iter()
+            .map(|g| format!("{POLICY_PREFIX}{g}"))
+            .collect(),
+        extra: Default::default(),
+    };
+    let decision = inner.shard_of(&entry.export_cluster).map(|s| {
+        s.shard
+            .auth
+            .rbac(&entry.export_cluster)
+            .authorize_deep(&prefixed, attrs)
+    });
+    match decision {
+        Some(crate::auth::Decision::Allow { .. }) => Ok(()),
+        other => {
+            let reason = match other {
+                Some(crate::auth::Decision::Deny(d)) => d.reason,
+                _ => String::new(),
+            };
+            Err(attrs
+                .forbidden(
+                    &user.username,
+                    &format!(
+                        "API export {:?}|{:?} policy: {reason}",
+                        &*entry.export_cluster, entry.export_name
+                    ),
+                )
+                .into())
+        }
+    }
 }
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
@@ -302,6 +356,23 @@ pub(super) fn reconcile(inner: &Arc<KcpInner>, r: &ObjRef) -> Result<Outcome, Ap
     };
     let key: ExportKey = (entry.name.clone(), export_name.clone());
     let follow = set_export(inner, r, Some(key));
+    // The export label (admission sets it when the export's workspace is known at creation).
+    let label = crate::kcp::names::export_label_value(&entry.name, &export_name);
+    if v.pointer("/metadata/labels")
+        .and_then(|l| l.get(EXPORT_LABEL))
+        .and_then(Value::as_str)
+        != Some(label.as_str())
+    {
+        api.modify(&info, "", name, None, |v| {
+            let m = crate::meta::metadata_mut(v);
+            let labels = m.entry("labels").or_insert_with(|| json!({}));
+            if labels.get(EXPORT_LABEL).and_then(Value::as_str) == Some(label.as_str()) {
+                return Ok(false);
+            }
+            labels[EXPORT_LABEL] = json!(label);
+            Ok(true)
+        })?;
+    }
     let ev = export.value();
     let identity = s(&ev, "/status/identityHash").to_string();
     if identity.is_empty() {
@@ -510,6 +581,7 @@ pub(super) fn reconcile(inner: &Arc<KcpInner>, r: &ObjRef) -> Result<Outcome, Ap
             export_name: export_name.clone(),
             resources,
             claims: accepted,
+            local_policy: ev.pointer("/spec/maximalPermissionPolicy/local").is_some(),
         }));
     }
     write_status(&api, name, |st| {
