@@ -29,6 +29,12 @@ pub const EXTRA_CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-i
 pub const EXTRA_KCP_SCOPES: &str = "authentication.kcp.io/scopes";
 /// kcp: extra key with the logical cluster an identity was authenticated for.
 pub const EXTRA_KCP_CLUSTER_NAME: &str = "authentication.kcp.io/cluster-name";
+/// kcp: extra key the APIExport virtual workspace adds to a request it admits for one consumer
+/// logical cluster: one `<group>/<resource>:<verb>` per verb of the permission claims the consumer
+/// accepted. kcp forwards such a request with a warrant for the claims, so checks the consumer
+/// cluster makes during the request (RBAC escalation: `escalate` on roles, `bind` on the role a
+/// binding refers to) see the claimed verbs as granted.
+pub const EXTRA_KCP_CLAIMED_VERBS: &str = "apis.kcp.io/claimed-verbs";
 
 /// An authenticated identity: kube-apiserver's `user.Info`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,6 +108,21 @@ impl UserInfo {
     /// The ServiceAccount `(namespace, name)` this user is, if it is one.
     pub fn service_account_name(&self) -> Option<(&str, &str)> {
         parse_service_account_username(&self.username)
+    }
+
+    /// kcp: whether a permission claim the APIExport virtual workspace admitted this request
+    /// under grants `verb` on `group`/`resource` (see [`EXTRA_KCP_CLAIMED_VERBS`]).
+    pub fn claim_allows(&self, group: &str, resource: &str, verb: &str) -> bool {
+        self.extra
+            .get(EXTRA_KCP_CLAIMED_VERBS)
+            .is_some_and(|values| {
+                values.iter().any(|v| {
+                    v.rsplit_once(':').is_some_and(|(gr, claimed)| {
+                        (claimed == verb || claimed == "*")
+                            && gr.split_once('/') == Some((group, resource))
+                    })
+                })
+            })
     }
 
     /// kcp: the logical clusters this identity is limited to, or `None` when it is not limited.

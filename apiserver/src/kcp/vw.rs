@@ -300,7 +300,28 @@ impl Surface for VwSurface {
             .inner
             .upgrade()
             .ok_or_else(|| ApiError::service_unavailable("kcp is shutting down"))?;
-        super::surface::authenticate(&inner, t, authorization)
+        let mut user = super::surface::authenticate(&inner, t, authorization)?;
+        // kcp forwards a request for one consumer with a warrant for the claims it accepted:
+        // checks in the consumer cluster (RBAC escalation) count the claimed verbs as granted.
+        if let ClusterScope::One(cluster) = &t.cluster
+            && let Some(b) = self.binding(cluster)
+        {
+            let claimed: Vec<String> = b
+                .claims
+                .iter()
+                .filter(|c| c.identity_hash.is_empty())
+                .flat_map(|c| {
+                    c.allowed_verbs()
+                        .into_iter()
+                        .map(move |v| format!("{}/{}:{v}", c.group, c.resource))
+                })
+                .collect();
+            if !claimed.is_empty() {
+                user.extra
+                    .insert(crate::auth::user::EXTRA_KCP_CLAIMED_VERBS.into(), claimed);
+            }
+        }
+        Ok(user)
     }
 
     fn authorize(&self, t: &Target, user: &UserInfo, attrs: &Attributes) -> ApiResult<()> {

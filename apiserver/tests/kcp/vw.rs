@@ -499,3 +499,119 @@ async fn a_claim_selector_limits_what_the_provider_sees_and_labels_what_it_creat
         Some("cowboys")
     );
 }
+
+#[tokio::test]
+async fn claimed_bind_and_escalate_let_a_provider_grant_what_it_does_not_hold() {
+    let kcp = kcp().await;
+    let p = provider(&kcp, "p").await;
+    let rbac_claims = |verbs_roles: Value| {
+        json!([
+            {"group": "rbac.authorization.k8s.io", "resource": "clusterroles", "verbs": verbs_roles},
+            {"group": "rbac.authorization.k8s.io", "resource": "clusterrolebindings", "verbs": ["get", "create"]},
+        ])
+    };
+    exports(&kcp.client(&p.path), "v1alpha2")
+        .patch(
+            "cowboys",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"permissionClaims": rbac_claims(json!(["get", "create", "bind", "escalate"]))}})),
+        )
+        .await
+        .unwrap();
+    let accept = |claims: Value| {
+        let mut claims = claims;
+        for c in claims.as_array_mut().unwrap() {
+            c["selector"] = json!({"matchAll": true});
+            c["state"] = json!("Accepted");
+        }
+        claims
+    };
+    // One consumer accepts bind/escalate, the other only create.
+    let full = kcp.create_workspace("root:full").await.unwrap();
+    bind(
+        &kcp,
+        &full,
+        &p,
+        "cowboys",
+        accept(rbac_claims(json!(["get", "create", "bind", "escalate"]))),
+    )
+    .await;
+    let plain = kcp.create_workspace("root:plain").await.unwrap();
+    bind(
+        &kcp,
+        &plain,
+        &p,
+        "cowboys",
+        accept(rbac_claims(json!(["get", "create"]))),
+    )
+    .await;
+
+    // The provider: a user allowed the export's content, nothing else.
+    let token = kcp.add_user("provider", &[]);
+    let content: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "content"},
+        "rules": [{"apiGroups": ["apis.kcp.io"], "resources": ["apiexports/content"], "resourceNames": ["cowboys"], "verbs": ["*"]},
+                  {"nonResourceURLs": ["/"], "verbs": ["access"]}],
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(kcp.client(&p.path))
+        .create(&PostParams::default(), &content)
+        .await
+        .unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "content"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "content"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "provider"}],
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(kcp.client(&p.path))
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+
+    let url = vw_url(&kcp, &p.path).await;
+    let admin_binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "worker-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "worker", "namespace": "default"}],
+    }))
+    .unwrap();
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "minter"},
+        "rules": [{"apiGroups": [""], "resources": ["serviceaccounts/token"], "resourceNames": ["worker"], "verbs": ["create"]}],
+    }))
+    .unwrap();
+    let in_full = kcp.client_for_url(&format!("{url}/clusters/{}", full.name), &token);
+    Api::<ClusterRoleBinding>::all(in_full.clone())
+        .create(&PostParams::default(), &admin_binding)
+        .await
+        .expect("bind is claimed");
+    Api::<ClusterRole>::all(in_full)
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("escalate is claimed");
+
+    let in_plain = kcp.client_for_url(&format!("{url}/clusters/{}", plain.name), &token);
+    let e = status(
+        Api::<ClusterRoleBinding>::all(in_plain.clone())
+            .create(&PostParams::default(), &admin_binding)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 403);
+    assert!(
+        e.message
+            .contains("attempting to grant RBAC permissions not currently held"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        code(
+            Api::<ClusterRole>::all(in_plain)
+                .create(&PostParams::default(), &role)
+                .await
+                .unwrap_err()
+        ),
+        403
+    );
+}

@@ -599,6 +599,14 @@ impl Rbac {
                 reason: String::new(),
             };
         }
+        if let Attributes::Resource(r) = attributes
+            && r.subresource.is_empty()
+            && user.claim_allows(&r.group, &r.resource, &r.verb)
+        {
+            return Decision::Allow {
+                reason: "allowed by an accepted APIExport permission claim".into(),
+            };
+        }
         let Scope::Kcp { cluster } = &self.scope else {
             return self.evaluate(user, attributes);
         };
