@@ -51,10 +51,9 @@ impl crate::server::Frontend for KcpFrontend {
 }
 
 fn percent_decode(s: &str) -> String {
-    form_urlencoded::parse(format!("x={s}").as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// Splits `<segment>/<rest>` into the segment and `/<rest>` (at least `/`).

@@ -193,6 +193,10 @@ async fn the_wildcard_needs_system_masters() {
     );
     let cms: Api<ConfigMap> = Api::all(kcp.wildcard_client(0));
     assert!(cms.list(&ListParams::default()).await.is_ok());
+    // Percent-encoded, as some clients send it.
+    let encoded = format!("{}/clusters/%2A", kcp.url());
+    let cms: Api<ConfigMap> = Api::all(kcp.client_for_url(&encoded, kcp.admin_token()));
+    assert!(cms.list(&ListParams::default()).await.is_ok());
 }
 
 #[tokio::test]
