@@ -659,3 +659,64 @@ async fn a_local_maximal_permission_policy_limits_bound_resources() {
         403
     );
 }
+
+#[tokio::test]
+async fn losing_the_schema_or_the_export_invalidates_the_binding_but_ready_sticks() {
+    let kcp = kcp().await;
+    let p = provider(&kcp, "p").await;
+    let ws = consumer(&kcp, "c", &p).await;
+    let pc = kcp.client(&p.path);
+    let c = kcp.client(&ws.path);
+    schemas(&pc)
+        .delete("v1.cowboys.wildwest.dev", &Default::default())
+        .await
+        .unwrap();
+    let b = wait_obj(
+        &bindings(&c, "v1alpha2"),
+        "cowboys",
+        "APIExportValid=False",
+        |v| condition(v, "APIExportValid").as_deref() == Some("False"),
+    )
+    .await;
+    let cond = b["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "APIExportValid")
+        .unwrap()
+        .clone();
+    assert!(
+        cond["message"]
+            .as_str()
+            .unwrap()
+            .contains("v1.cowboys.wildwest.dev not found"),
+        "{cond}"
+    );
+    assert_eq!(
+        condition(&b, "Ready").as_deref(),
+        Some("True"),
+        "Ready is sticky"
+    );
+    assert_eq!(b["status"]["phase"], "Bound");
+    // The export goes: its endpoint slice goes with it (owner reference).
+    exports(&pc, "v1alpha2")
+        .delete("cowboys", &Default::default())
+        .await
+        .unwrap();
+    wait_obj(
+        &bindings(&c, "v1alpha2"),
+        "cowboys",
+        "APIExportNotFound",
+        |v| {
+            v["status"]["conditions"]
+                .as_array()
+                .is_some_and(|cs| cs.iter().any(|c| c["reason"] == "APIExportNotFound"))
+        },
+    )
+    .await;
+    eventually("the endpoint slice to be collected", || {
+        let s = slices(&pc);
+        async move { s.get_opt("cowboys").await.ok().flatten().is_none() }
+    })
+    .await;
+}
