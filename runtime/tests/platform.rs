@@ -1020,3 +1020,65 @@ async fn kcp_consumer_workspaces_are_bound_to_the_provider_export() -> TestResul
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
+
+#[tokio::test]
+async fn granted_tokens_are_renewed_before_they_expire() -> TestResult {
+    let env = TestEnv::builder()
+        .token_ttl(Duration::from_secs(4))
+        .control_planes(1)
+        .start()
+        .await?;
+    let cp = env.control_planes()[0].clone();
+    let ns = stable_mcp_namespace(&cp.name, &cp.namespace)?;
+    let ars = Api::<AccessRequest>::namespaced(env.platform().client(), &ns);
+    let token = TokenConfig {
+        role_refs: vec![RoleRef::cluster_role("view")],
+        ..Default::default()
+    };
+    ars.create(
+        &PostParams::default(),
+        &access_request("short", &ns, &cp.name, token),
+    )
+    .await?;
+    let ar = wait_granted(&ars, "short").await?;
+    let secret_name = ar
+        .status
+        .and_then(|s| s.secret_ref)
+        .ok_or("no secretRef")?
+        .name;
+    let secrets = Api::<Secret>::namespaced(env.platform().client(), &ns);
+    let field = |s: &Secret, k: &str| {
+        s.data
+            .as_ref()
+            .and_then(|d| d.get(k))
+            .map(|v| String::from_utf8_lossy(&v.0).into_owned())
+            .unwrap_or_default()
+    };
+    let first = secrets.get(&secret_name).await?;
+    let (created, expires): (i64, i64) = (
+        field(&first, "creationTimestamp").parse()?,
+        field(&first, "expirationTimestamp").parse()?,
+    );
+    assert!(
+        (3..=5).contains(&(expires - created)),
+        "{created} .. {expires}"
+    );
+
+    // After 80% of the validity a new token replaces it in the same Secret.
+    let old = field(&first, "token");
+    let renewed = wait_for(&secrets, &secret_name, TIMEOUT, |s: Option<&Secret>| {
+        s.is_some_and(|s| {
+            let t = field(s, "token");
+            !t.is_empty() && t != old
+        })
+    })
+    .await?
+    .ok_or("Secret vanished")?;
+    let next: i64 = field(&renewed, "expirationTimestamp").parse()?;
+    assert!(next > expires, "{next} <= {expires}");
+    let tenant = client_from(&field(&renewed, "kubeconfig")).await?;
+    Api::<ConfigMap>::namespaced(tenant, "default")
+        .list(&ListParams::default())
+        .await?;
+    Ok(())
+}

@@ -124,8 +124,9 @@ impl TestEnvBuilder {
         self
     }
 
-    /// Validity of granted tokens when an AccessRequest has no `ttl` (default 24h, at least 10
-    /// minutes as kube-apiserver requires).
+    /// Validity of granted tokens when an AccessRequest has no `ttl` (default 24h); they are
+    /// renewed after 80% of it. Below kube-apiserver's 10 minutes only for logical-cluster
+    /// hosting (dedicated clusters refuse shorter TokenRequests): for tests of credential renewal.
     pub fn token_ttl(mut self, ttl: Duration) -> Self {
         self.operator.token_ttl = ttl;
         self

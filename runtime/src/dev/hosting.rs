@@ -17,6 +17,7 @@ use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use hyper::body::Incoming;
+use service_provider_apiserver::auth::{TokenIssuer, TokenIssuerConfig};
 use service_provider_apiserver::handler::response::error_response;
 use service_provider_apiserver::handler::{Body, Target};
 use service_provider_apiserver::server::{Endpoint, Frontend};
@@ -79,14 +80,22 @@ pub(crate) struct SharedHost {
     ca_pem: String,
     /// Admin client for the host's base URL; per-cluster clients share its connection pool.
     admin: kube::Client,
+    /// The shortest token lifetime a TokenRequest may ask for.
+    min_token_seconds: i64,
 }
 
 impl SharedHost {
-    /// Starts the shared shard and its listener on 127.0.0.1.
-    pub(crate) async fn start(name: &str) -> Result<Arc<Self>, DevError> {
+    /// Starts the shared shard and its listener on 127.0.0.1; TokenRequests may ask for tokens
+    /// living `min_token_seconds` or longer.
+    pub(crate) async fn start(name: &str, min_token_seconds: i64) -> Result<Arc<Self>, DevError> {
         let tls = service_provider_apiserver::tls::tls()
             .map_err(|e| DevError::Start(format!("TLS for the cluster host: {e}")))?;
+        let mut issuer = TokenIssuerConfig::kcp();
+        issuer.min_expiration_seconds = min_token_seconds;
+        let issuer = TokenIssuer::new(issuer)
+            .map_err(|e| DevError::Start(format!("token issuer of the cluster host: {e}")))?;
         let opts = ShardOptions {
+            token_issuer: Some(Arc::new(issuer)),
             store: StoreOptions::default(),
             root_ca_pem: Some(tls.ca_pem.clone()),
             // Tokens name their logical cluster and die outside it; bootstrap RBAC is shared by
@@ -111,6 +120,7 @@ impl SharedHost {
             endpoint,
             ca_pem: tls.ca_pem.clone(),
             admin,
+            min_token_seconds,
         }))
     }
 
@@ -363,6 +373,15 @@ impl ClusterHandle {
         match &*self.inner {
             Backend::Dedicated(c) => Some(c),
             Backend::Logical { .. } => None,
+        }
+    }
+
+    /// The shortest token lifetime this cluster's TokenRequests accept (kube-apiserver's 600 s
+    /// unless the shared host was started with less).
+    pub fn min_token_seconds(&self) -> i64 {
+        match &*self.inner {
+            Backend::Dedicated(_) => 600,
+            Backend::Logical { host, .. } => host.min_token_seconds,
         }
     }
 

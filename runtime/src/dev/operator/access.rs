@@ -43,7 +43,7 @@ pub const ACCESS_NAMESPACE_LABEL: &str = "accessrequest.clusters.openmcp.cloud/n
 /// Field manager of the simulated operator's server-side applies.
 const MANAGER: &str = "openmcp-operator";
 /// kube-apiserver refuses TokenRequests shorter than 10 minutes.
-const MIN_TOKEN_SECONDS: i64 = 600;
+pub(crate) const KUBE_MIN_TOKEN_SECONDS: i64 = 600;
 /// Share of a token's validity after which it is renewed (openMCP's cluster providers: 80%).
 const RENEW_AFTER: f64 = 0.8;
 
@@ -563,7 +563,7 @@ async fn grant(
 
     let seconds = i64::try_from(ttl.as_secs())
         .unwrap_or(i64::MAX)
-        .max(MIN_TOKEN_SECONDS);
+        .max(target.min_token_seconds());
     let request: TokenRequest = serde_json::from_value(json!({
         "apiVersion": "authentication.k8s.io/v1",
         "kind": "TokenRequest",

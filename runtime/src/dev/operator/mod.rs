@@ -359,7 +359,14 @@ impl Operator {
         cfg: OperatorConfig,
     ) -> std::result::Result<Operator, DevError> {
         let host = match cfg.hosting {
-            Hosting::LogicalClusters => Some(SharedHost::start("clusters").await?),
+            Hosting::LogicalClusters => {
+                // Shorter-lived tokens than kube-apiserver allows, when asked for (tests of
+                // credential renewal); never longer minimums than kube-apiserver's.
+                let min = i64::try_from(cfg.token_ttl.as_secs())
+                    .unwrap_or(i64::MAX)
+                    .clamp(1, access::KUBE_MIN_TOKEN_SECONDS);
+                Some(SharedHost::start("clusters", min).await?)
+            }
             Hosting::Listeners => None,
         };
         let stop = CancellationToken::new();
@@ -596,7 +603,9 @@ fn spawn_watch<K>(
     let sh = shared.clone();
     let stop = shared.stop.clone();
     tokio::spawn(async move {
-        let stream = reflector::reflector(writer, watcher(api, wc)).default_backoff();
+        // managedFields are never read here and are most of a cached object's size.
+        let source = watcher(api, wc).modify(|o: &mut K| o.meta_mut().managed_fields = None);
+        let stream = reflector::reflector(writer, source).default_backoff();
         futures::pin_mut!(stream);
         loop {
             let ev = tokio::select! {
