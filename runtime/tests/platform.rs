@@ -1082,3 +1082,58 @@ async fn granted_tokens_are_renewed_before_they_expire() -> TestResult {
         .await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_provider_can_be_left_for_its_own_init() -> TestResult {
+    let env = TestEnv::builder()
+        .provider::<foo::Foo>()
+        .provider_initialized(false)
+        .start()
+        .await?;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crds = |c: &ClusterHandle| Api::<CustomResourceDefinition>::all(c.client());
+    assert!(
+        crds(env.onboarding())
+            .get_opt("foos.foo.services.open-control-plane.io")
+            .await?
+            .is_none()
+    );
+    assert!(
+        crds(env.platform())
+            .get_opt("providerconfigs.foo.services.open-control-plane.io")
+            .await?
+            .is_none()
+    );
+    let sps =
+        Api::<service_provider_runtime::openmcp::ServiceProvider>::all(env.platform().client());
+    let sp = sps.get("foo").await?;
+    assert!(
+        sp.status
+            .map(|s| s.resources)
+            .unwrap_or_default()
+            .is_empty()
+    );
+
+    // What init does on the platform, the provider's own identity may do.
+    let provider = client_from(env.provider().ok_or("no provider")?.platform_kubeconfig()).await?;
+    let crd = service_provider_runtime::manifests::provider_config_crd::<foo::Foo>();
+    Api::<CustomResourceDefinition>::all(provider.clone())
+        .patch(
+            "providerconfigs.foo.services.open-control-plane.io",
+            &PatchParams::apply("init").force(),
+            &Patch::Apply(&crd),
+        )
+        .await?;
+    Api::<service_provider_runtime::openmcp::ServiceProvider>::all(provider)
+        .patch_status(
+            "foo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"resources": [{"group": "foo.services.open-control-plane.io", "version": "v1alpha1", "kind": "Foo"}]}})),
+        )
+        .await?;
+    assert_eq!(
+        sps.get("foo").await?.status.map(|s| s.resources.len()),
+        Some(1)
+    );
+    Ok(())
+}

@@ -23,7 +23,7 @@ use crate::dev::hosting::{ClusterHandle, Hosting};
 use crate::dev::kcp::{KcpEnv, KcpSetup};
 use crate::dev::operator::{HostedCluster, Operator, OperatorConfig};
 use crate::manifests::{Manifest, Place};
-use crate::openmcp::constants::{CLUSTER_LABEL, PHASE_READY, PURPOSE_WORKLOAD};
+use crate::openmcp::constants::{CLUSTER_LABEL, PHASE_PROGRESSING, PHASE_READY, PURPOSE_WORKLOAD};
 use crate::openmcp::{ControlPlane, ControlPlaneSpec, ServiceProvider};
 use crate::provider::{ProviderInfo, ServiceProvider as ServiceProviderType};
 
@@ -59,6 +59,7 @@ struct ProviderSetup {
     manifests: Vec<Manifest>,
     config_api: ApiResource,
     config_spec: serde_json::Value,
+    initialized: bool,
 }
 
 /// Builds a [`TestEnv`].
@@ -182,6 +183,7 @@ impl TestEnvBuilder {
             manifests: crate::manifests::manifests::<P>(),
             config_api: ApiResource::erase::<P::ProviderConfig>(&()),
             config_spec: spec,
+            initialized: true,
         });
         self
     }
@@ -190,6 +192,18 @@ impl TestEnvBuilder {
     pub fn provider_name(mut self, name: impl Into<String>) -> Self {
         if let Some(p) = self.provider.as_mut() {
             p.name = name.into();
+        }
+        self
+    }
+
+    /// `false`: the environment stops where the platform operator hands over to the provider's
+    /// `init` — only the ServiceProvider (no `status.resources`) and the provider's platform
+    /// identity exist, no CRDs of the provider and no ProviderConfig — so `init` itself can be
+    /// tested. Default `true` (as after `init`, with the ProviderConfig created). Call after
+    /// [`TestEnvBuilder::provider`].
+    pub fn provider_initialized(mut self, initialized: bool) -> Self {
+        if let Some(p) = self.provider.as_mut() {
+            p.initialized = initialized;
         }
         self
     }
@@ -709,22 +723,23 @@ async fn setup_provider(
             }
         }
     }
-    install_crds(platform, platform_crds, timeout).await?;
-    install_crds(onboarding, onboarding_crds, timeout).await?;
-
     let pc = platform.client();
-    // The ProviderConfig named like the provider.
-    let configs = Api::<DynamicObject>::all_with(pc.clone(), &p.config_api);
-    let mut config = DynamicObject::new(&p.name, &p.config_api);
-    config.data = json!({"spec": p.config_spec});
-    match configs.create(&PostParams::default(), &config).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => {
-            return Err(DevError::kube(format!(
-                "creating the ProviderConfig {} (set a valid spec with provider_config)",
-                p.name
-            ))(e));
+    if p.initialized {
+        install_crds(platform, platform_crds, timeout).await?;
+        install_crds(onboarding, onboarding_crds, timeout).await?;
+        // The ProviderConfig named like the provider.
+        let configs = Api::<DynamicObject>::all_with(pc.clone(), &p.config_api);
+        let mut config = DynamicObject::new(&p.name, &p.config_api);
+        config.data = json!({"spec": p.config_spec});
+        match configs.create(&PostParams::default(), &config).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => {
+                return Err(DevError::kube(format!(
+                    "creating the ProviderConfig {} (set a valid spec with provider_config)",
+                    p.name
+                ))(e));
+            }
         }
     }
 
@@ -747,16 +762,22 @@ async fn setup_provider(
             ))(e));
         }
     }
-    let status = json!({"status": {
-        "observedGeneration": 1,
-        "phase": PHASE_READY,
-        "resources": [{"group": p.info.group, "version": p.info.version, "kind": p.info.kind}],
-    }});
+    // As the platform operator's provider controller writes it before `init` runs; `init`
+    // registers the Service API in `resources`.
+    let status = if p.initialized {
+        json!({"status": {
+            "observedGeneration": 1,
+            "phase": PHASE_READY,
+            "resources": [{"group": p.info.group, "version": p.info.version, "kind": p.info.kind}],
+        }})
+    } else {
+        json!({"status": {"observedGeneration": 1, "phase": PHASE_PROGRESSING}})
+    };
     sps.patch_status(&p.name, &PatchParams::default(), &Patch::Merge(&status))
         .await
         .map_err(DevError::kube(format!(
-            "registering {} at ServiceProvider {}",
-            p.info.kind, p.name
+            "writing the status of ServiceProvider {}",
+            p.name
         )))?;
 
     // The provider's ServiceAccount with exactly the generated platform ClusterRole.
