@@ -750,6 +750,46 @@ async fn requests_that_cannot_be_satisfied_are_denied_with_a_reason() -> TestRes
         granted_condition(&ar)
     );
 
+    // A granted request whose spec turns invalid is denied and loses its credentials.
+    let fine = TokenConfig {
+        role_refs: vec![RoleRef::cluster_role("view")],
+        ..Default::default()
+    };
+    ars.create(
+        &PostParams::default(),
+        &access_request("turns-bad", &ns, &cp.name, fine),
+    )
+    .await?;
+    let ar = wait_granted(&ars, "turns-bad").await?;
+    let secret_name = ar
+        .status
+        .and_then(|s| s.secret_ref)
+        .ok_or("no secretRef")?
+        .name;
+    let secrets = Api::<Secret>::namespaced(platform.clone(), &ns);
+    let secret = secrets.get(&secret_name).await?;
+    let kubeconfig = String::from_utf8(secret.data.unwrap_or_default()["kubeconfig"].0.clone())?;
+    let tenant = client_from(&kubeconfig).await?;
+    Api::<ConfigMap>::namespaced(tenant.clone(), "default")
+        .list(&ListParams::default())
+        .await?;
+    ars.patch(
+        "turns-bad",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"token": {"permissions": [{"rules": [{"apiGroups": [""], "verbs": ["get"]}]}]}}})),
+    )
+    .await?;
+    wait_for(&ars, "turns-bad", TIMEOUT, ar_denied).await?;
+    assert!(secrets.get_opt(&secret_name).await?.is_none());
+    assert_eq!(
+        status_code(
+            Api::<ConfigMap>::namespaced(tenant, "default")
+                .list(&ListParams::default())
+                .await
+        ),
+        Some(401)
+    );
+
     // Denied is not final: the missing ClusterRequest appears and the request is granted.
     let mut late = ClusterRequest::new(
         "no-such-request",

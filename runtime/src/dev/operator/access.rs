@@ -77,25 +77,25 @@ pub(crate) async fn reconcile(sh: &Arc<Shared>, key: &ObjKey) -> Result<Next> {
     let cluster = match resolve(sh, &ar).await? {
         Resolution::Cluster(c) => c,
         Resolution::Wait => return Ok(Next::Done),
-        Resolution::Deny(reason, message) => return deny(&api, &ar, reason, &message).await,
+        Resolution::Deny(reason, message) => return deny(sh, &api, &ar, reason, &message).await,
     };
     let token = match (&ar.spec.token, &ar.spec.oidc) {
         (_, Some(_)) => {
             let msg = "OIDC access is not simulated by the embedded platform; ask for token access";
-            return deny(&api, &ar, "ConfigurationProblem", msg).await;
+            return deny(sh, &api, &ar, "ConfigurationProblem", msg).await;
         }
         (Some(t), None) => t.clone(),
         (None, None) => {
             let msg = "exactly one of spec.token or spec.oidc must be set";
-            return deny(&api, &ar, "ConfigurationProblem", msg).await;
+            return deny(sh, &api, &ar, "ConfigurationProblem", msg).await;
         }
     };
     if let Err(msg) = validate(&token) {
-        return deny(&api, &ar, "InvalidPermissions", &msg).await;
+        return deny(sh, &api, &ar, "InvalidPermissions", &msg).await;
     }
     let Some(target) = sh.handle(&cluster) else {
         let msg = format!("Cluster '{cluster}' is not served by the simulated platform");
-        return deny(&api, &ar, "InvalidReference", &msg).await;
+        return deny(sh, &api, &ar, "InvalidReference", &msg).await;
     };
     let ar = ensure_metadata(&api, ar.as_ref(), &cluster).await?;
     let uid = ar.uid().unwrap_or_default();
@@ -127,7 +127,9 @@ pub(crate) async fn reconcile(sh: &Arc<Shared>, key: &ObjKey) -> Result<Next> {
         .unwrap_or(sh.cfg.token_ttl);
     let issued = match grant(sh, &cluster, &target, key, &token, ttl).await {
         Ok(issued) => issued,
-        Err(GrantError::Invalid(msg)) => return deny(&api, &ar, "InvalidPermissions", &msg).await,
+        Err(GrantError::Invalid(msg)) => {
+            return deny(sh, &api, &ar, "InvalidPermissions", &msg).await;
+        }
         Err(GrantError::Failed(e)) => return Err(e),
     };
 
@@ -330,13 +332,25 @@ async fn ensure_metadata(
     .ctx(|| format!("labelling AccessRequest {}", ar.name_any()))
 }
 
-/// Writes `Denied` with a reason, unless the status says so already.
+/// Writes `Denied` with a reason, unless the status says so already. Access granted for an
+/// earlier spec is revoked first: a denied request holds no credentials.
 async fn deny(
+    sh: &Shared,
     api: &Api<AccessRequest>,
     ar: &AccessRequest,
     reason: &str,
     message: &str,
 ) -> Result<Next> {
+    let uid = ar.uid().unwrap_or_default();
+    let previous = sh.grants.lock().get(&uid).cloned();
+    if let Some(g) = previous {
+        let key = ObjKey::new(ar.namespace().unwrap_or_default(), ar.name_any());
+        if let Some(handle) = sh.handle(&g.cluster) {
+            cleanup(&handle.client(), &key).await?;
+        }
+        delete_secret(sh, &key).await?;
+        sh.grants.lock().remove(&uid);
+    }
     let generation = ar.metadata.generation.unwrap_or(0);
     let status = ar.status.clone().unwrap_or_default();
     if status.common.phase == REQUEST_DENIED
@@ -711,6 +725,19 @@ where
     Ok(())
 }
 
+/// Deletes the kubeconfig Secret of an AccessRequest (gone is fine).
+async fn delete_secret(sh: &Shared, key: &ObjKey) -> Result<()> {
+    let secrets = Api::<Secret>::namespaced(sh.platform.clone(), &key.namespace);
+    match secrets
+        .delete(&secret_name(&key.name), &DeleteParams::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if code(&e) == Some(404) => Ok(()),
+        Err(e) => Err(e).ctx(|| format!("deleting the kubeconfig Secret of {key}")),
+    }
+}
+
 /// Deletion: revoke the token (ServiceAccount and RBAC in the target cluster, the Secret on the
 /// platform), then let the request go.
 async fn revoke(sh: &Arc<Shared>, api: &Api<AccessRequest>, ar: &AccessRequest) -> Result<Next> {
@@ -737,15 +764,7 @@ async fn revoke(sh: &Arc<Shared>, api: &Api<AccessRequest>, ar: &AccessRequest) 
     if let Some(handle) = cluster.and_then(|c| sh.handle(&c)) {
         cleanup(&handle.client(), &key).await?;
     }
-    let secrets = Api::<Secret>::namespaced(sh.platform.clone(), &key.namespace);
-    match secrets
-        .delete(&secret_name(&key.name), &DeleteParams::default())
-        .await
-    {
-        Ok(_) => {}
-        Err(e) if code(&e) == Some(404) => {}
-        Err(e) => return Err(e).ctx(|| format!("deleting the kubeconfig Secret of {key}")),
-    }
+    delete_secret(sh, &key).await?;
     sh.grants.lock().remove(&uid);
     if let Some(fins) = without_finalizer(ar, CLUSTER_ACCESS_FINALIZER) {
         match set_finalizers(api, ar, fins).await {
