@@ -262,6 +262,8 @@ async fn a_control_plane_gets_its_namespace_cluster_request_and_mcp_cluster() ->
     Api::<ConfigMap>::namespaced(mcp.client(), "default")
         .create(&PostParams::default(), &cm)
         .await?;
+    // Counted for this cluster only, though logical clusters share one server.
+    assert_eq!(mcp.requests("create", "configmaps"), 1);
     for other in [env.platform(), env.onboarding()] {
         let found = Api::<ConfigMap>::namespaced(other.client(), "default")
             .get_opt("only-in-the-mcp")
