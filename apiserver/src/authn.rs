@@ -10,23 +10,11 @@ use serde_json::Value;
 
 use crate::auth::{
     Attributes, Authenticated, Authenticator, LiveObject, ObjectLookup, Rbac, RbacKind,
-    StatusError, TokenIssuer, TokenIssuerConfig, UserInfo,
+    TokenIssuer, TokenIssuerConfig, UserInfo,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::shard::{DEFAULT_LOGICAL_CLUSTER, Shard};
 use crate::store::{ObjKey, StoreKey};
-
-impl From<StatusError> for ApiError {
-    fn from(e: StatusError) -> Self {
-        ApiError {
-            code: e.code,
-            reason: e.reason,
-            message: e.message,
-            details: e.details,
-            retry_after: None,
-        }
-    }
-}
 
 /// Authentication and authorization state of one shard.
 pub struct Authn {

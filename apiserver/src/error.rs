@@ -13,11 +13,22 @@ pub struct Cause {
     pub field: String,
 }
 
+impl Cause {
+    /// A `FieldValueInvalid` cause.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Cause {
+            reason: "FieldValueInvalid".into(),
+            message: message.into(),
+            field: field.into(),
+        }
+    }
+}
+
 /// An error answered to an API request as a `metav1.Status`.
 ///
 /// The constructors reproduce kube-apiserver's wording exactly, because clients and people match on
 /// it (`kubectl` prints the message; controllers branch on `reason` and `code`).
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code} {reason}: {message}")]
 pub struct ApiError {
     /// HTTP status code.
@@ -44,7 +55,8 @@ pub fn qualified(group: &str, resource: &str) -> String {
     }
 }
 
-fn details(name: &str, group: &str, kind: &str) -> Value {
+/// `Status.details` for an object: kube's `StatusDetails` omits empty fields.
+fn details(group: &str, kind: &str, name: &str) -> Value {
     let mut d = serde_json::Map::new();
     if !name.is_empty() {
         d.insert("name".into(), json!(name));
@@ -52,7 +64,9 @@ fn details(name: &str, group: &str, kind: &str) -> Value {
     if !group.is_empty() {
         d.insert("group".into(), json!(group));
     }
-    d.insert("kind".into(), json!(kind));
+    if !kind.is_empty() {
+        d.insert("kind".into(), json!(kind));
+    }
     Value::Object(d)
 }
 
@@ -73,13 +87,18 @@ impl ApiError {
         let mut e = Self::new(
             404,
             "NotFound",
-            format!("{} \"{name}\" not found", qualified(group, resource)),
+            format!(
+                "{} {} not found",
+                qualified(group, resource),
+                go_quote(name)
+            ),
         );
-        e.details = Some(details(name, group, resource));
+        e.details = Some(details(group, resource, name));
         e
     }
 
-    /// 404 for a path the server does not serve.
+    /// 404 for a path the server does not serve. kcp answers it also to identities that may not
+    /// see a workspace, so they cannot tell whether it exists.
     pub fn no_route() -> Self {
         let mut e = Self::new(
             404,
@@ -95,9 +114,13 @@ impl ApiError {
         let mut e = Self::new(
             409,
             "AlreadyExists",
-            format!("{} \"{name}\" already exists", qualified(group, resource)),
+            format!(
+                "{} {} already exists",
+                qualified(group, resource),
+                go_quote(name)
+            ),
         );
-        e.details = Some(details(name, group, resource));
+        e.details = Some(details(group, resource, name));
         e
     }
 
@@ -117,11 +140,12 @@ impl ApiError {
             409,
             "Conflict",
             format!(
-                "Operation cannot be fulfilled on {} \"{name}\": {msg}",
-                qualified(group, resource)
+                "Operation cannot be fulfilled on {} {}: {msg}",
+                qualified(group, resource),
+                go_quote(name)
             ),
         );
-        e.details = Some(details(name, group, resource));
+        e.details = Some(details(group, resource, name));
         e
     }
 
@@ -148,9 +172,9 @@ impl ApiError {
         let mut e = Self::new(
             422,
             "Invalid",
-            format!("{qualified_kind} \"{name}\" is invalid: {list}"),
+            format!("{qualified_kind} {} is invalid: {list}", go_quote(name)),
         );
-        let mut d = details(name, group, kind);
+        let mut d = details(group, kind, name);
         d["causes"] = Value::Array(
             causes
                 .iter()
@@ -171,16 +195,20 @@ impl ApiError {
         Self::new(401, "Unauthorized", "Unauthorized")
     }
 
-    /// 403 Forbidden: `configmaps "foo" is forbidden: <why>` (without a name: `configmaps is forbidden: <why>`).
+    /// 403 Forbidden with kube-apiserver's `NewForbidden` wording: `configmaps "foo" is forbidden:
+    /// <why>`, `configmaps is forbidden: <why>` for a collection, `forbidden: <why>` for a
+    /// non-resource path.
     pub fn forbidden(group: &str, resource: &str, name: &str, why: impl std::fmt::Display) -> Self {
         let qr = qualified(group, resource);
-        let message = if name.is_empty() {
+        let message = if group.is_empty() && resource.is_empty() {
+            format!("forbidden: {why}")
+        } else if name.is_empty() {
             format!("{qr} is forbidden: {why}")
         } else {
-            format!("{qr} \"{name}\" is forbidden: {why}")
+            format!("{qr} {} is forbidden: {why}", go_quote(name))
         };
         let mut e = Self::new(403, "Forbidden", message);
-        e.details = Some(details(name, group, resource));
+        e.details = Some(details(group, resource, name));
         e
     }
 
@@ -194,7 +222,7 @@ impl ApiError {
                 qualified(group, resource)
             ),
         );
-        e.details = Some(details("", group, resource));
+        e.details = Some(details(group, resource, ""));
         e
     }
 
@@ -294,5 +322,107 @@ impl ApiError {
             s["details"] = d.clone();
         }
         s
+    }
+}
+/// Go's `strconv.Quote` (`%q`): double quotes, `\"` and `\\` escaped, control characters as
+/// `\n`, `\t`, `\x00` or `\u0085`; other printable characters, including non-ASCII, kept.
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control()
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{feff}') =>
+            {
+                let n = c as u32;
+                if n > 0xffff {
+                    out.push_str(&format!("\\U{n:08x}"));
+                } else {
+                    out.push_str(&format!("\\u{n:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `%q` of a `[]string`: `["a" "b"]`.
+pub fn go_quote_list(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
+    format!("[{}]", quoted.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forbidden_wording_matches_new_forbidden() {
+        let e = ApiError::forbidden("", "configmaps", "foo", "User \"x\" cannot get");
+        assert_eq!(
+            e.message,
+            "configmaps \"foo\" is forbidden: User \"x\" cannot get"
+        );
+        assert_eq!(
+            e.details,
+            Some(json!({"name": "foo", "kind": "configmaps"}))
+        );
+        let e = ApiError::forbidden("apps", "deployments", "", "r");
+        assert_eq!(e.message, "deployments.apps is forbidden: r");
+        let e = ApiError::forbidden("", "", "", "User \"x\" cannot get path \"/metrics\"");
+        assert_eq!(
+            e.message,
+            "forbidden: User \"x\" cannot get path \"/metrics\""
+        );
+        assert_eq!(e.to_status()["code"], 403);
+        assert_eq!(e.to_status()["reason"], "Forbidden");
+    }
+
+    #[test]
+    fn invalid_lists_causes() {
+        let e = ApiError::invalid(
+            "authentication.k8s.io",
+            "TokenRequest",
+            "sa",
+            vec![Cause::invalid(
+                "spec.expirationSeconds",
+                "Invalid value: 60: may not specify a duration less than 10 minutes",
+            )],
+        );
+        assert_eq!(
+            e.message,
+            "TokenRequest.authentication.k8s.io \"sa\" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes"
+        );
+        assert_eq!(e.code, 422);
+        assert_eq!(
+            e.details
+                .as_ref()
+                .and_then(|d| d["causes"][0]["field"].as_str()),
+            Some("spec.expirationSeconds")
+        );
+    }
+
+    #[test]
+    fn names_are_quoted_like_go() {
+        assert_eq!(
+            ApiError::not_found("", "configmaps", "a\"b").message,
+            "configmaps \"a\\\"b\" not found"
+        );
+        assert_eq!(go_quote("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\x01é\"");
+        assert_eq!(go_quote_list(&["a".into(), "b".into()]), "[\"a\" \"b\"]");
     }
 }

@@ -1,7 +1,7 @@
 //! What a request asks to do, in the terms RBAC judges (kube-apiserver's `authorizer.Attributes`),
 //! and the 403 message kube-apiserver words from them.
 
-use crate::auth::status::{StatusError, go_quote};
+use crate::error::{ApiError, go_quote};
 
 /// A request on a resource: `verb` on `group/resource[/subresource]`, optionally named, in a
 /// namespace or at the cluster scope.
@@ -129,7 +129,7 @@ impl Attributes {
     /// The 403 kube-apiserver answers when `username` may not do this, with the authorizer's
     /// `reason` appended after a colon when there is one. HTML-significant characters are
     /// escaped like kube-apiserver does.
-    pub fn forbidden(&self, username: &str, reason: &str) -> StatusError {
+    pub fn forbidden(&self, username: &str, reason: &str) -> ApiError {
         let message = self
             .forbidden_message(username)
             .replace('&', "&amp;")
@@ -142,9 +142,9 @@ impl Attributes {
         };
         match self {
             Attributes::Resource(r) => {
-                StatusError::forbidden(&r.group, &r.resource, &r.name, &message)
+                ApiError::forbidden(&r.group, &r.resource, &r.name, &message)
             }
-            Attributes::NonResource(_) => StatusError::forbidden("", "", "", &message),
+            Attributes::NonResource(_) => ApiError::forbidden("", "", "", &message),
         }
     }
 }

@@ -10,8 +10,8 @@ use parking_lot::RwLock;
 use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::auth::serviceaccount::{ObjectLookup, TokenIssuer};
-use crate::auth::status::StatusError;
 use crate::auth::user::{SYSTEM_ANONYMOUS, SYSTEM_UNAUTHENTICATED, UserInfo};
+use crate::error::ApiError;
 
 /// Why a bearer token did not authenticate. Requests answer every variant with a bare 401
 /// `Unauthorized`; the message is what a TokenReview reports in `status.error`.
@@ -27,8 +27,8 @@ pub enum AuthnError {
 
 impl AuthnError {
     /// The response to a request carrying this token.
-    pub fn status(&self) -> StatusError {
-        StatusError::unauthorized()
+    pub fn status(&self) -> ApiError {
+        ApiError::unauthorized()
     }
 }
 
@@ -89,10 +89,10 @@ impl Authenticator {
     }
 
     /// Registers `user` under a new random token and returns the token.
-    pub fn add_random_token(&self, user: UserInfo) -> Result<String, StatusError> {
+    pub fn add_random_token(&self, user: UserInfo) -> Result<String, ApiError> {
         let mut bytes = [0u8; 32];
         SystemRandom::new().fill(&mut bytes).map_err(|_| {
-            StatusError::new(
+            ApiError::new(
                 500,
                 "InternalError",
                 "the system random number generator failed",

@@ -12,7 +12,7 @@
 //!   [`token_request`], [`token_review`] and [`review`];
 //! - installs [`bootstrap`]'s default roles when a cluster starts.
 //!
-//! Every refusal carries a [`StatusError`] worded like kube-apiserver's.
+//! Every refusal is the server's [`ApiError`] worded like kube-apiserver's.
 
 pub mod attributes;
 pub mod authenticator;
@@ -22,11 +22,11 @@ pub mod jwt;
 pub mod rbac;
 pub mod review;
 pub mod serviceaccount;
-pub mod status;
 pub mod token_request;
 pub mod token_review;
 pub mod user;
 
+pub use crate::error::ApiError;
 pub use attributes::{Attributes, NonResourceAttributes, ResourceAttributes};
 pub use authenticator::{Authenticated, Authenticator, AuthnError};
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -35,5 +35,4 @@ pub use rbac::{Decision, Denial, Rbac, RbacKind};
 pub use serviceaccount::{
     LiveObject, ObjectLookup, ServiceAccountRef, TokenIssuer, TokenIssuerConfig,
 };
-pub use status::StatusError;
 pub use user::UserInfo;

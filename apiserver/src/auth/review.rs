@@ -8,19 +8,19 @@ use serde_json::{Value, json};
 
 use crate::auth::attributes::{Attributes, NonResourceAttributes, ResourceAttributes};
 use crate::auth::rbac::{Decision, Rbac};
-use crate::auth::status::{StatusError, go_quote};
 use crate::auth::token_request::{check_kind, object_field, string_field, strings_field};
 use crate::auth::user::UserInfo;
+use crate::error::{ApiError, Cause, go_quote};
 
 const GROUP: &str = "authorization.k8s.io";
 const API_VERSION: &str = "authorization.k8s.io/v1";
 
 /// The spec of a review body, checked to be an object.
-fn spec_of<'a>(body: &'a Value, kind: &str, empty: &'a Value) -> Result<&'a Value, StatusError> {
+fn spec_of<'a>(body: &'a Value, kind: &str, empty: &'a Value) -> Result<&'a Value, ApiError> {
     check_kind(body, API_VERSION, kind)?;
     let spec = body.get("spec").filter(|s| !s.is_null()).unwrap_or(empty);
     if !spec.is_object() {
-        return Err(StatusError::bad_request(format!(
+        return Err(ApiError::bad_request(format!(
             "{kind} spec must be an object"
         )));
     }
@@ -41,24 +41,21 @@ fn respond(body: &Value, kind: &str, status: Value) -> Value {
 
 /// `spec.resourceAttributes` / `spec.nonResourceAttributes` → request attributes, with
 /// kube-apiserver's validation (exactly one of them).
-fn attributes(
-    spec: &Value,
-    causes: &mut Vec<(String, String)>,
-) -> Result<Option<Attributes>, StatusError> {
+fn attributes(spec: &Value, causes: &mut Vec<Cause>) -> Result<Option<Attributes>, ApiError> {
     let resource = object_field(spec, "resourceAttributes", "spec.")?;
     let non_resource = object_field(spec, "nonResourceAttributes", "spec.")?;
     Ok(match (resource, non_resource) {
         (Some(_), Some(_)) => {
-            causes.push((
-                "spec.nonResourceAttributes".into(),
-                "Invalid value: \"object\": cannot be specified in combination with resourceAttributes".into(),
+            causes.push(Cause::invalid(
+                "spec.nonResourceAttributes",
+                "Invalid value: \"object\": cannot be specified in combination with resourceAttributes",
             ));
             None
         }
         (None, None) => {
-            causes.push((
-                "spec.resourceAttributes".into(),
-                "Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified".into(),
+            causes.push(Cause::invalid(
+                "spec.resourceAttributes",
+                "Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified",
             ));
             None
         }
@@ -101,7 +98,7 @@ fn status(decision: Decision) -> Value {
 
 /// Answers a SubjectAccessReview: may `spec.user`/`spec.groups` do `spec.*Attributes`? The
 /// identity is taken as given (no `system:authenticated` is added).
-pub fn subject_access_review(rbac: &Rbac, body: &Value) -> Result<Value, StatusError> {
+pub fn subject_access_review(rbac: &Rbac, body: &Value) -> Result<Value, ApiError> {
     let empty = json!({});
     let spec = spec_of(body, "SubjectAccessReview", &empty)?;
     let mut causes = Vec::new();
@@ -109,8 +106,8 @@ pub fn subject_access_review(rbac: &Rbac, body: &Value) -> Result<Value, StatusE
     let user = string_field(spec, "user", "spec.")?.to_string();
     let groups = strings_field(spec, "groups", "spec.")?;
     if user.is_empty() && groups.is_empty() {
-        causes.push((
-            "spec.user".into(),
+        causes.push(Cause::invalid(
+            "spec.user",
             format!(
                 "Invalid value: {}: at least one of user or group must be specified",
                 go_quote(&user)
@@ -118,17 +115,12 @@ pub fn subject_access_review(rbac: &Rbac, body: &Value) -> Result<Value, StatusE
         ));
     }
     let (Some(attrs), true) = (attrs, causes.is_empty()) else {
-        return Err(StatusError::invalid(
-            GROUP,
-            "SubjectAccessReview",
-            "",
-            &causes,
-        ));
+        return Err(ApiError::invalid(GROUP, "SubjectAccessReview", "", causes));
     };
     let extra: BTreeMap<String, Vec<String>> = match spec.get("extra") {
         None | Some(Value::Null) => BTreeMap::new(),
         Some(v) => serde_json::from_value(v.clone())
-            .map_err(|_| StatusError::bad_request("spec.extra: expected a map of string lists"))?,
+            .map_err(|_| ApiError::bad_request("spec.extra: expected a map of string lists"))?,
     };
     let subject = UserInfo {
         username: user,
@@ -149,14 +141,14 @@ pub fn local_subject_access_review(
     rbac: &Rbac,
     namespace: &str,
     body: &Value,
-) -> Result<Value, StatusError> {
+) -> Result<Value, ApiError> {
     let empty = json!({});
     let spec = spec_of(body, "LocalSubjectAccessReview", &empty)?;
     let mut causes = Vec::new();
     if object_field(spec, "nonResourceAttributes", "spec.")?.is_some() {
-        causes.push((
-            "spec.nonResourceAttributes".into(),
-            "Invalid value: \"object\": disallowed on this kind of request".into(),
+        causes.push(Cause::invalid(
+            "spec.nonResourceAttributes",
+            "Invalid value: \"object\": disallowed on this kind of request",
         ));
     }
     if let Some(resource) = object_field(spec, "resourceAttributes", "spec.")? {
@@ -165,8 +157,8 @@ pub fn local_subject_access_review(
             .and_then(Value::as_str)
             .unwrap_or_default();
         if ns != namespace {
-            causes.push((
-                "spec.resourceAttributes.namespace".into(),
+            causes.push(Cause::invalid(
+                "spec.resourceAttributes.namespace",
                 format!(
                     "Invalid value: {}: must match metadata.namespace",
                     go_quote(ns)
@@ -175,11 +167,11 @@ pub fn local_subject_access_review(
         }
     }
     if !causes.is_empty() {
-        return Err(StatusError::invalid(
+        return Err(ApiError::invalid(
             GROUP,
             "LocalSubjectAccessReview",
             "",
-            &causes,
+            causes,
         ));
     }
     let answered = subject_access_review(rbac, &json!({"spec": spec}))?;
@@ -193,16 +185,16 @@ pub fn self_subject_access_review(
     rbac: &Rbac,
     user: &UserInfo,
     body: &Value,
-) -> Result<Value, StatusError> {
+) -> Result<Value, ApiError> {
     let empty = json!({});
     let spec = spec_of(body, "SelfSubjectAccessReview", &empty)?;
     let mut causes = Vec::new();
     let Some(attrs) = attributes(spec, &mut causes)? else {
-        return Err(StatusError::invalid(
+        return Err(ApiError::invalid(
             GROUP,
             "SelfSubjectAccessReview",
             "",
-            &causes,
+            causes,
         ));
     };
     Ok(respond(
@@ -218,7 +210,7 @@ pub fn self_subject_rules_review(
     rbac: &Rbac,
     user: &UserInfo,
     body: &Value,
-) -> Result<Value, StatusError> {
+) -> Result<Value, ApiError> {
     let empty = json!({});
     let spec = spec_of(body, "SelfSubjectRulesReview", &empty)?;
     let namespace = string_field(spec, "namespace", "spec.")?;
@@ -271,7 +263,7 @@ mod tests {
     }
 
     #[test]
-    fn subject_access_review_answers_for_the_given_subject() -> Result<(), StatusError> {
+    fn subject_access_review_answers_for_the_given_subject() -> Result<(), ApiError> {
         let body = json!({"spec": {"user": "alice", "groups": ["devs"],
             "resourceAttributes": {"namespace": "team", "verb": "create", "resource": "configmaps"}}});
         let out = subject_access_review(&rbac(), &body)?;
@@ -309,7 +301,7 @@ mod tests {
     }
 
     #[test]
-    fn can_i_for_self() -> Result<(), StatusError> {
+    fn can_i_for_self() -> Result<(), ApiError> {
         let me = UserInfo::new("alice", ["devs"]);
         let body = json!({"spec": {"resourceAttributes": {"namespace": "team", "verb": "delete", "group": "apps", "resource": "deployments"}}});
         assert_eq!(
@@ -330,7 +322,7 @@ mod tests {
     }
 
     #[test]
-    fn local_review_must_stay_in_its_namespace() -> Result<(), StatusError> {
+    fn local_review_must_stay_in_its_namespace() -> Result<(), ApiError> {
         let body = json!({"metadata": {"namespace": "team"}, "spec": {"groups": ["devs"], "resourceAttributes": {"namespace": "team", "verb": "get", "resource": "secrets"}}});
         let out = local_subject_access_review(&rbac(), "team", &body)?;
         assert_eq!(out["status"]["allowed"], true);
@@ -341,7 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn rules_review_lists_what_applies() -> Result<(), StatusError> {
+    fn rules_review_lists_what_applies() -> Result<(), ApiError> {
         let me = UserInfo::new("alice", ["devs"]);
         let out = self_subject_rules_review(&rbac(), &me, &json!({"spec": {"namespace": "team"}}))?;
         let resource_rules = out["status"]["resourceRules"]

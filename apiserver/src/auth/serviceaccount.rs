@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 use crate::auth::authenticator::AuthnError;
 use crate::auth::clock::{Clock, SystemClock};
 use crate::auth::jwt::{self, JwtError, SigningKey, VerifyingKey};
-use crate::auth::status::go_quote_list;
 use crate::auth::user::{
     self, EXTRA_CREDENTIAL_ID, EXTRA_KCP_CLUSTER_NAME, EXTRA_KCP_SCOPES, UserInfo,
 };
+use crate::error::go_quote_list;
 
 /// kube-apiserver's ServiceAccount issuer in a kind cluster; also its default API audience.
 pub const KUBE_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";

@@ -7,7 +7,7 @@ use crate::auth::serviceaccount::{
     DEFAULT_EXPIRATION_SECONDS, KUBE_MAX_EXPIRATION_SECONDS, ObjectLookup, ServiceAccountRef,
     TokenIssuer,
 };
-use crate::auth::status::{StatusError, go_quote};
+use crate::error::{ApiError, Cause, go_quote};
 
 const GROUP: &str = "authentication.k8s.io";
 
@@ -26,11 +26,11 @@ pub(crate) fn string_field<'a>(
     object: &'a Value,
     field: &str,
     path: &str,
-) -> Result<&'a str, StatusError> {
+) -> Result<&'a str, ApiError> {
     match object.get(field) {
         None | Some(Value::Null) => Ok(""),
         Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(StatusError::bad_request(format!(
+        Some(other) => Err(ApiError::bad_request(format!(
             "{path}{field}: expected a string, got {other}"
         ))),
     }
@@ -41,8 +41,8 @@ pub(crate) fn strings_field(
     object: &Value,
     field: &str,
     path: &str,
-) -> Result<Vec<String>, StatusError> {
-    let bad = || StatusError::bad_request(format!("{path}{field}: expected a list of strings"));
+) -> Result<Vec<String>, ApiError> {
+    let bad = || ApiError::bad_request(format!("{path}{field}: expected a list of strings"));
     match object.get(field) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
@@ -58,20 +58,20 @@ pub(crate) fn object_field<'a>(
     object: &'a Value,
     field: &str,
     path: &str,
-) -> Result<Option<&'a Map<String, Value>>, StatusError> {
+) -> Result<Option<&'a Map<String, Value>>, ApiError> {
     match object.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(map)) => Ok(Some(map)),
-        Some(other) => Err(StatusError::bad_request(format!(
+        Some(other) => Err(ApiError::bad_request(format!(
             "{path}{field}: expected an object, got {other}"
         ))),
     }
 }
 
 /// Checks `apiVersion`/`kind` of a request body when given.
-pub(crate) fn check_kind(body: &Value, api_version: &str, kind: &str) -> Result<(), StatusError> {
+pub(crate) fn check_kind(body: &Value, api_version: &str, kind: &str) -> Result<(), ApiError> {
     if !body.is_object() {
-        return Err(StatusError::bad_request(format!(
+        return Err(ApiError::bad_request(format!(
             "the request body is not a {kind} object"
         )));
     }
@@ -80,7 +80,7 @@ pub(crate) fn check_kind(body: &Value, api_version: &str, kind: &str) -> Result<
     if (!given_kind.is_empty() && given_kind != kind)
         || (!given_version.is_empty() && given_version != api_version)
     {
-        return Err(StatusError::bad_request(format!(
+        return Err(ApiError::bad_request(format!(
             "the object provided is unrecognized (must be of type {kind}): {given_version}, Kind={given_kind}"
         )));
     }
@@ -101,7 +101,7 @@ pub fn create_token(
     name: &str,
     body: &Value,
     lookup: &dyn ObjectLookup,
-) -> Result<TokenResponse, StatusError> {
+) -> Result<TokenResponse, ApiError> {
     check_kind(body, "authentication.k8s.io/v1", "TokenRequest")?;
     let empty = json!({});
     let metadata = body
@@ -110,7 +110,7 @@ pub fn create_token(
         .unwrap_or(&empty);
     let spec = body.get("spec").filter(|s| !s.is_null()).unwrap_or(&empty);
     if !spec.is_object() || !metadata.is_object() {
-        return Err(StatusError::bad_request(
+        return Err(ApiError::bad_request(
             "TokenRequest metadata and spec must be objects",
         ));
     }
@@ -118,7 +118,7 @@ pub fn create_token(
     let mut causes = Vec::new();
     let body_name = string_field(metadata, "name", "metadata.")?;
     if !body_name.is_empty() && body_name != name {
-        causes.push((
+        causes.push(Cause::invalid(
             "metadata.name".to_string(),
             format!(
                 "Invalid value: {}: must match the service account name if specified",
@@ -128,7 +128,7 @@ pub fn create_token(
     }
     let body_ns = string_field(metadata, "namespace", "metadata.")?;
     if !body_ns.is_empty() && body_ns != namespace {
-        causes.push((
+        causes.push(Cause::invalid(
             "metadata.namespace".to_string(),
             format!(
                 "Invalid value: {}: must match the service account namespace if specified",
@@ -137,14 +137,14 @@ pub fn create_token(
         ));
     }
     if !causes.is_empty() {
-        return Err(StatusError::invalid(GROUP, "TokenRequest", name, &causes));
+        return Err(ApiError::invalid(GROUP, "TokenRequest", name, causes));
     }
 
     let config = issuer.config();
     let mut expiration = match spec.get("expirationSeconds") {
         None | Some(Value::Null) => DEFAULT_EXPIRATION_SECONDS,
         Some(v) => v.as_i64().ok_or_else(|| {
-            StatusError::bad_request(format!(
+            ApiError::bad_request(format!(
                 "spec.expirationSeconds: expected an integer, got {v}"
             ))
         })?,
@@ -155,13 +155,13 @@ pub fn create_token(
         } else {
             format!("{} seconds", config.min_expiration_seconds)
         };
-        causes.push((
+        causes.push(Cause::invalid(
             "spec.expirationSeconds".to_string(),
             format!("Invalid value: {expiration}: may not specify a duration less than {limit}"),
         ));
     }
     if expiration > KUBE_MAX_EXPIRATION_SECONDS {
-        causes.push((
+        causes.push(Cause::invalid(
             "spec.expirationSeconds".to_string(),
             format!(
                 "Invalid value: {expiration}: may not specify a duration larger than 2^32 seconds"
@@ -169,12 +169,12 @@ pub fn create_token(
         ));
     }
     if !causes.is_empty() {
-        return Err(StatusError::invalid(GROUP, "TokenRequest", name, &causes));
+        return Err(ApiError::invalid(GROUP, "TokenRequest", name, causes));
     }
 
     let sa = lookup
         .service_account(cluster, namespace, name)
-        .ok_or_else(|| StatusError::not_found("", "serviceaccounts", name))?;
+        .ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
 
     let mut bound_secret = None;
     if let Some(bound) = object_field(spec, "boundObjectRef", "spec.")? {
@@ -189,19 +189,19 @@ pub fn create_token(
             ("", "Secret") => {
                 lookup
                     .secret(cluster, namespace, bound_name)
-                    .ok_or_else(|| StatusError::not_found("", "secrets", bound_name))?
+                    .ok_or_else(|| ApiError::not_found("", "secrets", bound_name))?
                     .uid
             }
-            ("", "Pod") => return Err(StatusError::not_found("", "pods", bound_name)),
-            ("", "Node") => return Err(StatusError::not_found("", "nodes", bound_name)),
+            ("", "Pod") => return Err(ApiError::not_found("", "pods", bound_name)),
+            ("", "Node") => return Err(ApiError::not_found("", "nodes", bound_name)),
             _ => {
-                return Err(StatusError::bad_request(format!(
+                return Err(ApiError::bad_request(format!(
                     "cannot bind token to object of type {group}/{version}, Kind={kind}"
                 )));
             }
         };
         if !claimed_uid.is_empty() && claimed_uid != uid {
-            return Err(StatusError::conflict(
+            return Err(ApiError::conflict_msg(
                 "",
                 kind,
                 bound_name,
@@ -241,7 +241,7 @@ pub fn create_token(
             bound_secret.as_ref().map(|(n, u)| (n.as_str(), u.as_str())),
         )
         .map_err(|e| {
-            StatusError::new(
+            ApiError::new(
                 500,
                 "InternalError",
                 format!("failed to generate token: {e}"),

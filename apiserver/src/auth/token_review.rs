@@ -5,9 +5,9 @@ use serde_json::{Value, json};
 
 use crate::auth::authenticator::{Authenticator, AuthnError};
 use crate::auth::serviceaccount::ObjectLookup;
-use crate::auth::status::StatusError;
 use crate::auth::token_request::{check_kind, string_field, strings_field};
 use crate::auth::user::UserInfo;
+use crate::error::ApiError;
 
 /// Answers a TokenReview: whether `spec.token` authenticates for `spec.audiences` (the API
 /// audiences when empty), and as whom. The response is the review with `status` filled in (201).
@@ -15,15 +15,13 @@ pub fn review_token(
     authenticator: &Authenticator,
     body: &Value,
     lookup: &dyn ObjectLookup,
-) -> Result<Value, StatusError> {
+) -> Result<Value, ApiError> {
     check_kind(body, "authentication.k8s.io/v1", "TokenReview")?;
     let empty = json!({});
     let spec = body.get("spec").filter(|s| !s.is_null()).unwrap_or(&empty);
     let token = string_field(spec, "token", "spec.")?;
     if token.is_empty() {
-        return Err(StatusError::bad_request(
-            "token is required for TokenReview",
-        ));
+        return Err(ApiError::bad_request("token is required for TokenReview"));
     }
     let audiences = strings_field(spec, "audiences", "spec.")?;
     let requested = (!audiences.is_empty()).then_some(audiences.as_slice());

@@ -316,41 +316,7 @@ pub fn invalid_status(group: &str, kind: &str, name: &str, errs: &[FieldError]) 
 
 // ---- Go value printing -------------------------------------------------------------------
 
-/// Go's `strconv.Quote` (`%q`): double quotes, `\"` and `\\` escaped, control characters as
-/// `\n`, `\t`, `\x00` or `\u0085`; other printable characters, including non-ASCII, kept.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control()
-                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{feff}') =>
-            {
-                let n = c as u32;
-                if n > 0xffff {
-                    out.push_str(&format!("\\U{n:08x}"));
-                } else {
-                    out.push_str(&format!("\\u{n:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub(crate) use crate::error::go_quote;
 
 /// Go's `strconv.FormatFloat(f, 'g', -1, 64)`, which is what `%v` prints for a `float64`:
 /// shortest digits, exponent form when the exponent is below -4 or at least 6 (`1e+06`).

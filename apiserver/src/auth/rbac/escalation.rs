@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::auth::attributes::Attributes;
 use crate::auth::rbac::{Rbac, RbacKind};
-use crate::auth::status::{StatusError, go_quote, go_quote_list};
 use crate::auth::user::UserInfo;
+use crate::error::{ApiError, go_quote, go_quote_list};
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -36,16 +36,14 @@ impl Rbac {
         namespace: &str,
         name: &str,
         object: &Value,
-    ) -> Result<(), StatusError> {
+    ) -> Result<(), ApiError> {
         if user.is_privileged() {
             return Ok(());
         }
         let resource = resource_of(kind);
-        let forbidden =
-            |message: String| StatusError::forbidden(RBAC_GROUP, resource, name, &message);
-        let malformed = |e: serde_json::Error| {
-            StatusError::bad_request(format!("the {kind:?} is malformed: {e}"))
-        };
+        let forbidden = |message: String| ApiError::forbidden(RBAC_GROUP, resource, name, &message);
+        let malformed =
+            |e: serde_json::Error| ApiError::bad_request(format!("the {kind:?} is malformed: {e}"));
         match kind {
             RbacKind::Role | RbacKind::ClusterRole => {
                 let verb = Attributes::resource("escalate", RBAC_GROUP, resource, namespace, name);

@@ -22,11 +22,11 @@ use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::auth::attributes::Attributes;
-use crate::auth::status::{StatusError, go_quote};
 use crate::auth::user::{
     SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, UserInfo, parse_service_account_username,
     service_account_username,
 };
+use crate::error::{ApiError, go_quote};
 use rules::{Rule, selector_matches};
 
 /// Called per applicable binding with its description and its role's rules (or the error
@@ -117,9 +117,9 @@ pub struct Denial {
 impl Denial {
     /// The response to the refused request made by `user` with `attributes`: kube-apiserver's
     /// 403, or the opaque 404 for identities outside their kcp scope.
-    pub fn status(&self, user: &UserInfo, attributes: &Attributes) -> StatusError {
+    pub fn status(&self, user: &UserInfo, attributes: &Attributes) -> ApiError {
         if self.opaque {
-            StatusError::not_found_opaque()
+            ApiError::no_route()
         } else {
             attributes.forbidden(&user.username, &self.reason)
         }
