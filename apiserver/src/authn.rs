@@ -111,7 +111,7 @@ impl Authn {
             crate::auth::authenticator::bearer_token(h).ok_or_else(ApiError::unauthorized)?;
         self.authenticator
             .authenticate(token, &ShardLookup(shard))
-            .map_err(|e| e.status().into())
+            .map_err(|e| e.status())
     }
 
     /// Authorizes `attrs` for `user` in a logical cluster.
@@ -121,7 +121,7 @@ impl Authn {
         }
         match self.rbac(cluster).authorize(user, attrs) {
             crate::auth::Decision::Allow { .. } => Ok(()),
-            crate::auth::Decision::Deny(d) => Err(d.status(user, attrs).into()),
+            crate::auth::Decision::Deny(d) => Err(d.status(user, attrs)),
         }
     }
 

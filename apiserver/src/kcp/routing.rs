@@ -156,7 +156,7 @@ fn access_not_permitted(
             } else {
                 Attributes::non_resource(&ri.verb, below)
             };
-            error_response(&attrs.forbidden(&user.username, ACCESS_NOT_PERMITTED).into())
+            error_response(&attrs.forbidden(&user.username, ACCESS_NOT_PERMITTED))
         }
     };
     shard.counters().record(

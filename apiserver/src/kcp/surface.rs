@@ -53,7 +53,7 @@ pub(crate) fn authenticate(
         .authenticator()
         .authenticate(token, &KcpLookup(inner))
         .map(|a| a.user)
-        .map_err(|e| e.status().into())
+        .map_err(|e| e.status())
 }
 
 /// Workspaces and the wildcard of one shard.
@@ -137,7 +137,7 @@ impl Surface for WorkspaceSurface {
             }
             // A shard's wildcard is for system:masters only (kcp serves it to the shard admin).
             ClusterScope::Wildcard if user.is_privileged() => Ok(()),
-            ClusterScope::Wildcard => Err(attrs.forbidden(&user.username, "").into()),
+            ClusterScope::Wildcard => Err(attrs.forbidden(&user.username, "")),
         }
     }
 }

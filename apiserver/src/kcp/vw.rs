@@ -237,7 +237,7 @@ impl VwSurface {
     }
 
     fn forbidden(user: &UserInfo, attrs: &Attributes, reason: &str) -> ApiError {
-        attrs.forbidden(&user.username, reason).into()
+        attrs.forbidden(&user.username, reason)
     }
 
     /// kcp's `apiexports/content` check: RBAC in the export's workspace, with the request's verb.

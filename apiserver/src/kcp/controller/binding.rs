@@ -101,15 +101,13 @@ pub(crate) fn check_policy(
                 Some(crate::auth::Decision::Deny(d)) => d.reason,
                 _ => String::new(),
             };
-            Err(attrs
-                .forbidden(
-                    &user.username,
-                    &format!(
-                        "API export {:?}|{:?} policy: {reason}",
-                        &*entry.export_cluster, entry.export_name
-                    ),
-                )
-                .into())
+            Err(attrs.forbidden(
+                &user.username,
+                &format!(
+                    "API export {:?}|{:?} policy: {reason}",
+                    &*entry.export_cluster, entry.export_name
+                ),
+            ))
         }
     }
 }
