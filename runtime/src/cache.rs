@@ -163,10 +163,17 @@ impl<Q: Eq + Hash + Clone, K> Cache<Q, K> {
     /// Puts `object` under `key` unless the cache already holds a version at least as new, e.g.
     /// the response of one of our own writes. When the watch later delivers the same version it
     /// is not reported as a change, so our own writes do not trigger reconciles.
+    ///
+    /// An object that is deleting and has no finalizers left is gone from the server already; it
+    /// is not inserted, so a write that raced its own deletion event cannot bring it back.
     pub fn insert_if_newer(&self, key: Q, object: Arc<K>) -> bool
     where
         K: Resource,
     {
+        let meta = object.meta();
+        if meta.deletion_timestamp.is_some() && meta.finalizers.as_ref().is_none_or(Vec::is_empty) {
+            return false;
+        }
         let mut map = self.write();
         let newer = match map.get(&key) {
             None => true,
@@ -333,6 +340,20 @@ mod tests {
             },
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn an_object_deleted_on_the_server_is_not_brought_back() {
+        let cache: Cache<String, ConfigMap> = Cache::new();
+        let mut gone = cm("a", "7");
+        gone.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::now(),
+            ));
+        assert!(!cache.insert_if_newer("a".into(), Arc::new(gone.clone())));
+        assert!(cache.get(&"a".to_owned()).is_none());
+        gone.metadata.finalizers = Some(vec!["x/y".into()]);
+        assert!(cache.insert_if_newer("a".into(), Arc::new(gone)));
     }
 
     #[tokio::test]

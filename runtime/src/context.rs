@@ -48,7 +48,9 @@ impl Identity {
     /// multicluster runtime does; `_` never occurs in a namespace, so the two cannot collide).
     pub fn access_namespace(&self) -> String {
         match &self.cluster {
-            Some(cluster) => format!("{cluster}_{}", self.namespace),
+            Some(cluster) => {
+                crate::openmcp::naming::kcp_identity_namespace(cluster, &self.namespace)
+            }
             None => self.namespace.clone(),
         }
     }

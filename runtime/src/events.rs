@@ -11,7 +11,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 /// Writes Events with one client as one reporting controller. Cheap to clone.
 #[derive(Clone)]
 pub struct EventRecorder {
-    recorder: Recorder,
+    recorder: Option<Recorder>,
 }
 
 impl std::fmt::Debug for EventRecorder {
@@ -25,20 +25,25 @@ impl EventRecorder {
     /// `instance` (the pod name, when known).
     pub fn new(client: kube::Client, controller: &str, instance: Option<String>) -> Self {
         EventRecorder {
-            recorder: Recorder::new(
+            recorder: Some(Recorder::new(
                 client,
                 Reporter {
                     controller: controller.to_owned(),
                     instance,
                 },
-            ),
+            )),
         }
+    }
+
+    /// A recorder that writes nothing, for objects the runtime can no longer reach.
+    pub fn disabled() -> Self {
+        EventRecorder { recorder: None }
     }
 
     /// Events about `object`.
     pub fn for_object(&self, object: ObjectReference) -> ObjectEvents {
         ObjectEvents {
-            recorder: Some(self.recorder.clone()),
+            recorder: self.recorder.clone(),
             object,
         }
     }

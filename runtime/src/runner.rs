@@ -1,9 +1,10 @@
 //! A running provider process: the shared pieces (platform view, metrics, probes, shutdown) and
 //! the modes started on them, each with its own leader election.
 //!
-//! `run` assembles one with [`Runtime::start`] and [`Runtime::start_standard`]; tests, benchmarks
-//! and `dev` do the same in-process. kcp mode adds itself the same way as standard mode: a
-//! [`Source`](crate::controller::Source) and a [`Controller`] on the shared [`Platform`].
+//! `run` assembles one with [`Runtime::start`], [`Runtime::start_standard`] and, when configured,
+//! [`Runtime::start_kcp`]; tests, benchmarks and `dev` do the same in-process. Each mode is a
+//! [`Source`](crate::controller::Source) and a [`Controller`] on the shared [`Platform`], under
+//! its own Lease.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,6 +17,9 @@ use crate::access::clients::ClientFactory;
 use crate::access::onboarding::{OnboardingError, onboarding_access};
 use crate::context::Mode;
 use crate::controller::{Controller, Options, Source};
+use crate::kcp::provider_workspace::ConnectionError;
+use crate::kcp::provision::{ProvisionError, provision};
+use crate::kcp::{KcpSettings, KcpSource, ProviderWorkspace};
 use crate::openmcp::constants::ONBOARDING_RUN_LOCAL_NAME;
 use crate::ops::leader::{LeaderElection, LeaderOptions, lease_name};
 use crate::ops::{Metrics, Readiness, serve_health, serve_metrics};
@@ -92,6 +96,20 @@ pub enum StartError {
     /// Shut down before start-up finished.
     #[error("shut down while starting")]
     Cancelled,
+    /// kcp mode was asked of a provider declared without `kcp`.
+    #[error(
+        "{0} is declared without `kcp` in #[service_provider(...)], so it cannot serve kcp workspaces; remove the kcp settings (--kcp-kubeconfig, the ProviderConfig kcp block) or add `kcp` to the attribute"
+    )]
+    KcpNotDeclared(&'static str),
+    /// The provider workspace could not be reached.
+    #[error("kcp: {0}")]
+    KcpConnection(#[from] ConnectionError),
+    /// The export could not be provisioned.
+    #[error("kcp: provisioning the APIExport: {0}")]
+    KcpProvision(#[from] ProvisionError),
+    /// The ProviderConfig's kcp block cannot be used.
+    #[error("kcp: {0}")]
+    KcpConfig(String),
 }
 
 /// A provider process. Dropping it does not stop it: call [`shutdown`](Self::shutdown) and
@@ -245,11 +263,117 @@ impl<P: Reconcile> Runtime<P> {
         Ok(source)
     }
 
+    /// kcp mode: connects to the provider workspace as the provider, provisions the export when
+    /// asked, follows the endpoint slice and through it every bound workspace, and runs the
+    /// mode's controller — leader-elected on its own Lease `<provider>-kcp` (per share when
+    /// sharded) when leader election is on.
+    pub async fn start_kcp(
+        &mut self,
+        settings: KcpSettings,
+    ) -> Result<Arc<KcpSource<P>>, StartError> {
+        if !P::INFO.kcp {
+            return Err(StartError::KcpNotDeclared(P::INFO.kind));
+        }
+        let provider = tokio::select! {
+            connected = ProviderWorkspace::connect(
+                self.platform.client_factory(),
+                &settings.kubeconfig,
+                settings.provider_workspace.as_deref(),
+            ) => connected?,
+            _ = self.shutdown.cancelled() => return Err(StartError::Cancelled),
+        };
+        if settings.provision {
+            let done = provision::<P>(provider.client(), &settings.export_name).await?;
+            tracing::info!(export = %settings.export_name, schema = %done.schema, schema_created = done.schema_created, export_written = done.export_written, "APIExport provisioned");
+        }
+        let lease = format!(
+            "{}{}",
+            lease_name(&self.options.provider_name, Mode::Kcp),
+            settings.sharding.lease_suffix()
+        );
+        let source = KcpSource::new(
+            self.platform.clone(),
+            provider,
+            settings,
+            self.shutdown.child_token(),
+        );
+        let controller = Controller::new(
+            source.clone(),
+            self.platform.clone(),
+            self.metrics.clone(),
+            self.options.reconcile.clone(),
+            self.options.concurrency,
+        );
+        self.tasks.spawn(source.clone().run());
+        let synced = source.clone();
+        self.start_mode_with_lease(Mode::Kcp, &lease, controller, async move {
+            synced.wait_synced().await
+        })
+        .await?;
+        Ok(source)
+    }
+
+    /// The kcp settings the ProviderConfig's `kcp` block asks for (its kubeconfig Secret read
+    /// from the platform cluster), once the ProviderConfig is known; `None` when it has none.
+    pub async fn kcp_settings_from_provider_config(
+        &self,
+    ) -> Result<Option<KcpSettings>, StartError> {
+        use crate::provider_config::ProviderConfigResource;
+        tokio::select! {
+            _ = self.platform.wait_synced() => {}
+            _ = self.shutdown.cancelled() => return Err(StartError::Cancelled),
+        }
+        let crate::platform::ConfigState::Ready(config) = self.platform.config() else {
+            return Ok(None);
+        };
+        let Some(block) = config.common().kcp.clone() else {
+            return Ok(None);
+        };
+        let secret_ref = &block.kubeconfig_secret_ref;
+        let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+            kube::Api::namespaced(self.platform.client().clone(), &secret_ref.namespace);
+        let secret = secrets.get_opt(&secret_ref.name).await.map_err(|e| {
+            StartError::KcpConfig(format!(
+                "reading the kubeconfig Secret {}/{} of the ProviderConfig kcp block: {e}",
+                secret_ref.namespace, secret_ref.name
+            ))
+        })?;
+        let kubeconfig = secret
+            .and_then(|s| s.data)
+            .and_then(|mut d| d.remove(crate::openmcp::constants::SECRET_KEY_KUBECONFIG))
+            .ok_or_else(|| {
+                StartError::KcpConfig(format!(
+                    "Secret {}/{} named in the ProviderConfig kcp block has no `kubeconfig` key; put the provider workspace kubeconfig there",
+                    secret_ref.namespace, secret_ref.name
+                ))
+            })?;
+        let mut settings = KcpSettings::new(&P::INFO, kubeconfig.0);
+        settings.provider_workspace = Some(block.provider_workspace.clone());
+        if let Some(export) = block.api_export_name.filter(|n| !n.is_empty()) {
+            settings.endpoint_slice = export.clone();
+            settings.export_name = export;
+        }
+        Ok(Some(settings))
+    }
+
     /// Runs `controller` once its caches (and the platform's) are synced, under a Lease when
     /// leader election is on. Marks the process ready once every started mode is synced.
     pub async fn start_mode<S: Source<P>>(
         &mut self,
         mode: Mode,
+        controller: Controller<P, S>,
+        synced: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), StartError> {
+        let lease = lease_name(&self.options.provider_name, mode);
+        self.start_mode_with_lease(mode, &lease, controller, synced)
+            .await
+    }
+
+    /// [`start_mode`](Self::start_mode) with the Lease named `lease`.
+    pub async fn start_mode_with_lease<S: Source<P>>(
+        &mut self,
+        mode: Mode,
+        lease: &str,
         controller: Controller<P, S>,
         synced: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
@@ -262,7 +386,7 @@ impl<P: Reconcile> Runtime<P> {
             LeaderElection::campaign(
                 self.platform.client().clone(),
                 &self.options.pod_namespace,
-                &lease_name(&self.options.provider_name, mode),
+                lease,
                 &self.options.leader,
             )
             .await?

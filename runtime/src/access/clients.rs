@@ -131,6 +131,83 @@ impl ClientFactory {
     }
 }
 
+/// A client that sends every request through `base` with `prefix` put before its path (e.g.
+/// `/clusters/<logical cluster>`), and with `bearer` as its credential instead of `base`'s when
+/// given: a per-tenant client without a connection pool, TLS session or token refresh of its own.
+///
+/// `base` must not authenticate itself when `bearer` is given (a client certificate would win
+/// over the token). Must be called within a tokio runtime (the client spawns its request buffer).
+pub fn scoped_client(base: &kube::Client, prefix: &str, bearer: Option<&str>) -> kube::Client {
+    kube::Client::new(ScopedService::new(base, prefix, bearer), "default")
+}
+
+/// The tower service behind [`scoped_client`].
+#[derive(Clone)]
+pub struct ScopedService {
+    inner: kube::Client,
+    prefix: Arc<str>,
+    bearer: Option<http::HeaderValue>,
+}
+
+impl std::fmt::Debug for ScopedService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The bearer token is a credential: never in a log line.
+        f.debug_struct("ScopedService")
+            .field("prefix", &self.prefix)
+            .field("bearer", &self.bearer.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl ScopedService {
+    /// A service sending through `base` below `prefix`, authenticating with `bearer` if given.
+    pub fn new(base: &kube::Client, prefix: &str, bearer: Option<&str>) -> Self {
+        let bearer = bearer.and_then(|token| {
+            let mut value = http::HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+            value.set_sensitive(true);
+            Some(value)
+        });
+        ScopedService {
+            inner: base.clone(),
+            prefix: prefix.trim_end_matches('/').into(),
+            bearer,
+        }
+    }
+}
+
+impl tower::Service<http::Request<kube::client::Body>> for ScopedService {
+    type Response = http::Response<kube::client::Body>;
+    type Error = kube::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        // `kube::Client::send` waits for the shared client's readiness itself.
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut request: http::Request<kube::client::Body>) -> Self::Future {
+        let inner = self.inner.clone();
+        let path = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
+        let uri = format!("{}{path}", self.prefix);
+        if let Some(bearer) = &self.bearer {
+            request
+                .headers_mut()
+                .insert(http::header::AUTHORIZATION, bearer.clone());
+        }
+        Box::pin(async move {
+            *request.uri_mut() = uri
+                .parse()
+                .map_err(|e| kube::Error::Service(format!("request path {uri:?}: {e}").into()))?;
+            inner.send(request).await
+        })
+    }
+}
+
 /// Everything that goes into the TLS configuration, hashed: clients that agree on it can share
 /// connections (the server is part of each connection's key inside the pool).
 fn pool_key(config: &kube::Config) -> [u8; 32] {

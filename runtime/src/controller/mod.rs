@@ -23,7 +23,7 @@ use crate::provider::Reconcile;
 
 pub use queue::{BackoffPolicy, Queue, Requeue};
 pub use reconciler::{Options, Reconciler};
-pub use source::Source;
+pub use source::{Refusal, Source};
 
 type KeysFn = Arc<dyn Fn() -> Vec<Identity> + Send + Sync>;
 

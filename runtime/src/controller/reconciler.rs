@@ -128,11 +128,16 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             self.forget(id);
             return Step::new(ReconcileResult::skipped, Requeue::Never);
         };
-        match object
-            .annotations()
-            .get(OPERATION_ANNOTATION)
-            .map(String::as_str)
-        {
+        // A detached object is only ever cleaned up: no annotation keeps its access alive.
+        let operation = if self.source.detached(id) {
+            None
+        } else {
+            object
+                .annotations()
+                .get(OPERATION_ANNOTATION)
+                .map(String::as_str)
+        };
+        match operation {
             Some(OPERATION_IGNORE) => {
                 tracing::debug!(object = %id, "skipping: {OPERATION_ANNOTATION}={OPERATION_IGNORE}");
                 return Step::new(ReconcileResult::skipped, Requeue::Never);
@@ -211,6 +216,17 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         config: Arc<P::ProviderConfig>,
     ) -> Step {
         let finalizer = P::INFO.finalizer();
+        if let Err(refusal) = self.source.admit(id, &object) {
+            tracing::info!(object = %id, reason = %refusal.reason, message = %refusal.message, "not served");
+            self.write_status(
+                id,
+                &object,
+                Report::progressing(refusal.reason, refusal.message),
+                false,
+            )
+            .await;
+            return Step::new(ReconcileResult::skipped, Requeue::Never);
+        }
         if !object.finalizers().contains(&finalizer) {
             match self.add_finalizer(id, &object, &finalizer).await {
                 Ok(updated) => object = updated,
@@ -272,7 +288,10 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                 self.panicked(id, &object, "create_or_update", panic, false)
                     .await
             }
-            Ok(Err(err)) => self.fail(id, &object, &err, false).await,
+            Ok(Err(err)) => {
+                let err = self.source.classify(id, err);
+                self.fail(id, &object, &err, false).await
+            }
             Ok(Ok(outcome)) => {
                 let (state, requeue, extra) = outcome.into_parts();
                 match state {
@@ -362,7 +381,10 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                 let result = AssertUnwindSafe(object.delete(&cx)).catch_unwind().await;
                 match result {
                     Err(panic) => return self.panicked(id, &object, "delete", panic, true).await,
-                    Ok(Err(err)) => return self.fail(id, &object, &err, true).await,
+                    Ok(Err(err)) => {
+                        let err = self.source.classify(id, err);
+                        return self.fail(id, &object, &err, true).await;
+                    }
                     Ok(Ok(outcome)) => {
                         let (state, requeue, extra) = outcome.into_parts();
                         match state {
@@ -420,6 +442,11 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         } else {
             true
         };
+        // The tenant's own access goes last: nothing the workload cluster runs for the tenant
+        // outlives it with a live credential.
+        if !workload_gone {
+            return self.cleanup_wait(id, &object).await;
+        }
         let tenant_gone = match self.source.release_tenant(id).await {
             Ok(gone) => gone,
             Err(err) => {
@@ -433,7 +460,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                     .await;
             }
         };
-        if !(workload_gone && tenant_gone) {
+        if !tenant_gone {
             return self.cleanup_wait(id, &object).await;
         }
 
@@ -631,6 +658,10 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         object: &P,
         patch: serde_json::Value,
     ) -> Result<Arc<P>, kube::Error> {
+        if self.source.detached(id) {
+            // Out of reach: nothing is written back.
+            return Ok(Arc::new(object.clone()));
+        }
         let api = self.source.api(id);
         let updated = api
             .patch(
@@ -668,6 +699,11 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         object: &P,
         finalizer: &str,
     ) -> Result<(), Error> {
+        if self.source.detached(id) {
+            // Its access is given back; there is no object left to release.
+            self.forget(id);
+            return Ok(());
+        }
         let finalizers: Vec<&String> = object
             .finalizers()
             .iter()
@@ -703,6 +739,9 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         report: Report<P::ExtraStatus>,
         deleting: bool,
     ) {
+        if self.source.detached(id) {
+            return;
+        }
         let old = object.status();
         let new = status::apply(
             old,

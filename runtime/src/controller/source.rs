@@ -61,4 +61,38 @@ pub trait Source<P: ServiceProvider>: Send + Sync + 'static {
     fn forget(&self, id: &Identity) {
         let _ = id;
     }
+
+    /// Whether the mode serves `id` at all (kcp: one object per workspace). A refused object
+    /// gets no finalizer and no access; its status says why, and it is reconsidered when
+    /// something triggers it again.
+    fn admit(&self, id: &Identity, object: &P) -> Result<(), Refusal> {
+        let _ = (id, object);
+        Ok(())
+    }
+
+    /// Whether `id`'s object is out of reach although its tenant may still hold access (kcp: the
+    /// workspace's last APIBinding went, or the object vanished with the runtime's finalizer
+    /// still on it). [`get`](Self::get) then returns the last known object marked as deleting:
+    /// the runtime runs the delete path to give everything back, writes nothing to the object,
+    /// and [`forget`](Self::forget)s it at the end.
+    fn detached(&self, id: &Identity) -> bool {
+        let _ = id;
+        false
+    }
+
+    /// Explains an error of the author's code in the mode's terms before it is reported (kcp:
+    /// installing workloads into a workspace is invalid input pointing at the workload cluster).
+    fn classify(&self, id: &Identity, err: Error) -> Error {
+        let _ = id;
+        err
+    }
+}
+
+/// Why a mode does not serve an object (see [`Source::admit`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The `Ready` condition's reason, UpperCamelCase.
+    pub reason: String,
+    /// What the end user can do about it.
+    pub message: String,
 }

@@ -1,16 +1,38 @@
-//! The kcp API types (`apis.kcp.io`) the runtime reads and writes: APIResourceSchema and APIExport.
+//! kcp mode: the same provider serves tenants in kcp workspaces that bind its APIExport.
 //!
-//! kcp publishes no Rust bindings, so these follow the Go types in `github.com/kcp-dev/sdk/apis`
-//! field by field, with only the fields the runtime uses plus the ones needed to round-trip what kcp
-//! returns. They are kube `CustomResource`s without a derived schema: kcp owns their CRDs.
+//! - [`settings`]: how the mode is switched on and configured at start-up.
+//! - [`provider_workspace`]: the provider's own connection and the clients derived from it.
+//! - [`provision`]: the content-addressed APIResourceSchema and the APIExport upsert.
+//! - [`source`]: endpoint slice → wildcard watches through the virtual workspace → engaged
+//!   workspaces and their objects, keyed by logical cluster; the [`Source`](crate::controller::Source)
+//!   the reconcile core runs on.
+//! - [`workspaces`]: engagement, the per-workspace object index, and who serves each workspace.
+//! - [`credentials`]: the ServiceAccount and minted tokens per workspace (or supplied ones).
+//! - [`guard`]: the author's workspace client: token refresh on 401, workloads explained.
+//! - The API types (`apis.kcp.io`), which kcp publishes no Rust bindings for: they follow the Go
+//!   types in `github.com/kcp-dev/sdk/apis` field by field, with the fields the runtime uses plus
+//!   those needed to round-trip what kcp returns, as kube `CustomResource`s without a derived
+//!   schema (kcp owns their CRDs).
 
 mod api_resource_schema;
 mod condition;
+pub mod credentials;
+pub mod guard;
+pub mod provider_workspace;
+pub mod provision;
+pub mod settings;
+pub mod source;
 pub mod v1alpha1;
 pub mod v1alpha2;
+pub mod workspaces;
 
 pub use api_resource_schema::{APIResourceSchema, APIResourceSchemaSpec, APIResourceVersion};
 pub use condition::Condition;
+pub use provider_workspace::ProviderWorkspace;
+pub use settings::{KcpSettings, Sharding, WorkspaceCredentials};
+pub use source::KcpSource;
 
 /// The API group of every kcp API type here.
 pub const GROUP: &str = "apis.kcp.io";
+/// The annotation kcp puts on every object: the logical cluster it lives in.
+pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";

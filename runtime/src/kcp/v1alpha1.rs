@@ -89,3 +89,51 @@ pub struct VirtualWorkspace {
     /// The URL.
     pub url: String,
 }
+
+/// Spec of an APIExportEndpointSlice: which export's virtual-workspace URLs it lists.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "apis.kcp.io",
+    version = "v1alpha1",
+    kind = "APIExportEndpointSlice",
+    plural = "apiexportendpointslices",
+    status = "APIExportEndpointSliceStatus",
+    schema = "disabled",
+    doc = "The virtual-workspace URLs of an APIExport, one per shard with at least one APIBinding to it."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct APIExportEndpointSliceSpec {
+    /// The export (immutable).
+    #[serde(default)]
+    pub export: ExportReference,
+}
+
+/// An APIExport by workspace path and name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExportReference {
+    /// Workspace path of the export; empty for the slice's own workspace.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub path: String,
+    /// Name of the export.
+    #[serde(default)]
+    pub name: String,
+}
+
+/// Status of an APIExportEndpointSlice.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct APIExportEndpointSliceStatus {
+    /// The virtual-workspace URLs: `<shard>/services/apiexport/<export cluster>/<export>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<Endpoint>,
+    /// Conditions such as `APIExportValid`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+/// One virtual-workspace URL of an export.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    /// The URL, used verbatim.
+    pub url: String,
+}

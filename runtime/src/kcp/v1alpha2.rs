@@ -72,3 +72,56 @@ pub struct PermissionClaim {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub identity_hash: String,
 }
+
+/// Spec of an APIBinding: the export a consumer workspace binds and the claims it answers. The
+/// runtime only reads bindings (through the virtual workspace, where they are read-only).
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "apis.kcp.io",
+    version = "v1alpha2",
+    kind = "APIBinding",
+    plural = "apibindings",
+    status = "APIBindingStatus",
+    schema = "disabled",
+    doc = "Binds a consumer workspace to an APIExport, serving its resources there."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct APIBindingSpec {
+    /// The export this binding refers to.
+    #[serde(default)]
+    pub reference: BindingReference,
+}
+
+/// What an APIBinding binds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BindingReference {
+    /// The export, by workspace path and name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export: Option<super::v1alpha1::ExportReference>,
+}
+
+/// Status of an APIBinding.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct APIBindingStatus {
+    /// Logical cluster name of the export's workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_export_cluster_name: Option<String>,
+    /// `Binding`, then `Bound`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Conditions; `Ready` says whether the binding is usable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<super::Condition>,
+}
+
+impl APIBinding {
+    /// Whether the binding's `Ready` condition is `True`.
+    pub fn is_ready(&self) -> bool {
+        self.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        })
+    }
+}

@@ -1,0 +1,67 @@
+//! A ProviderConfig change re-reconciles every engaged workspace.
+
+use serde_json::json;
+use service_provider::kube::Api;
+use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use service_provider_apiserver::kcp::KcpOptions;
+
+use crate::common;
+use crate::velero::{Velero, VeleroProviderConfig};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_config_change_reaches_every_workspace() {
+    let env = common::env::<Velero>(common::velero_config(), 2, KcpOptions::default()).await;
+    let (runtime, _source) =
+        common::start::<Velero>(&env, common::settings::<Velero>(&env), |_| {}).await;
+    let consumers = common::consumers(&env);
+    for ws in &consumers {
+        common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
+        common::wait(
+            &common::objects::<Velero>(&env, ws),
+            "velero",
+            common::ready::<Velero>,
+        )
+        .await;
+    }
+    // The platform operator withdraws 1.15.0: every workspace's object says so.
+    let configs: Api<DynamicObject> = Api::all_with(
+        env.platform().client(),
+        &ApiResource::erase::<VeleroProviderConfig>(&()),
+    );
+    let withdraw = json!({ "spec": { "versions": [{ "version": "1.16.1" }] } });
+    configs
+        .patch("velero", &PatchParams::default(), &Patch::Merge(&withdraw))
+        .await
+        .unwrap();
+    for ws in &consumers {
+        let o = common::wait(
+            &common::objects::<Velero>(&env, ws),
+            "velero",
+            |o: Option<&Velero>| {
+                o.and_then(common::ready_condition)
+                    .is_some_and(|(status, _, _)| status == "False")
+            },
+        )
+        .await
+        .unwrap();
+        let (_, reason, message) = common::ready_condition(&o).unwrap();
+        assert_eq!(reason, "InvalidUserInput");
+        assert!(message.contains("1.16.1"), "{message}");
+    }
+    // And back.
+    let offer =
+        json!({ "spec": { "versions": [{ "version": "1.15.0" }, { "version": "1.16.1" }] } });
+    configs
+        .patch("velero", &PatchParams::default(), &Patch::Merge(&offer))
+        .await
+        .unwrap();
+    for ws in &consumers {
+        common::wait(
+            &common::objects::<Velero>(&env, ws),
+            "velero",
+            common::ready::<Velero>,
+        )
+        .await;
+    }
+    common::stop(runtime).await;
+}

@@ -1,0 +1,232 @@
+//! The unchanged Velero example serving three consumer workspaces: Ready with status visible
+//! through each workspace URL, the worker's kubeconfig good in its own workspace only, the same
+//! object name in every workspace without collisions, and a delete that leaves nothing behind.
+
+use std::collections::HashSet;
+
+use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::json;
+use service_provider::Identity;
+use service_provider::kube::Api;
+use service_provider::kube::api::DeleteParams;
+use service_provider::openmcp::naming::{stable_mcp_namespace, stable_request_name};
+use service_provider::openmcp::{AccessRequest, ClusterRequest};
+use service_provider_apiserver::kcp::KcpOptions;
+
+use crate::common::{self, TIMEOUT};
+use crate::velero::Velero;
+
+const NAME: &str = "velero";
+const FINALIZER: &str = "velero.services.open-control-plane.io/finalizer";
+
+fn kcp_identity(cluster: &str) -> Identity {
+    Identity {
+        cluster: Some(cluster.to_owned()),
+        namespace: "default".to_owned(),
+        name: NAME.to_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn velero_serves_three_workspaces_and_cleans_up() {
+    let env = common::env::<Velero>(common::velero_config(), 3, KcpOptions::default()).await;
+    let (runtime, source) =
+        common::start::<Velero>(&env, common::settings::<Velero>(&env), |_| {}).await;
+    let kcp = env.kcp().unwrap().kcp().clone();
+    let consumers = common::consumers(&env);
+    for ws in &consumers {
+        common::create::<Velero>(&env, ws, NAME, json!({ "version": "1.15.0" })).await;
+    }
+
+    // Ready, with the status the tenant reads through the workspace URL.
+    let mut worker_namespaces = HashSet::new();
+    for ws in &consumers {
+        let ready = common::wait(
+            &common::objects::<Velero>(&env, ws),
+            NAME,
+            common::ready::<Velero>,
+        )
+        .await
+        .expect("exists");
+        let status = ready.status.as_ref().expect("status");
+        assert_eq!(status.observed_generation, Some(1));
+        assert_eq!(status.extra.installed_version.as_deref(), Some("1.15.0"));
+        let (ok, reason, _) = common::ready_condition(&ready).unwrap();
+        assert_eq!((ok.as_str(), reason.as_str()), ("True", "ReconcileSuccess"));
+        assert!(
+            ready
+                .metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .any(|f| f == FINALIZER)
+        );
+        let worker_ns = format!("velero-{}", kcp_identity(&ws.name).stable_id());
+        assert_eq!(
+            status.extra.worker_namespace.as_deref(),
+            Some(worker_ns.as_str())
+        );
+        worker_namespaces.insert(worker_ns);
+        // Velero's API went into the workspace.
+        let crds: Api<CustomResourceDefinition> = Api::all(common::admin(&env, ws));
+        assert!(crds.get_opt("backups.velero.io").await.unwrap().is_some());
+    }
+    // The same object name in three workspaces: three tenants.
+    assert_eq!(worker_namespaces.len(), 3);
+    assert_eq!(source.engaged(), 3);
+
+    // The worker's kubeconfig (on the shared workload cluster) reaches its own workspace only.
+    let workload = env
+        .workload_clusters()
+        .into_iter()
+        .next()
+        .expect("a workload cluster");
+    let kubeconfig_of = |ws: &str| {
+        let ns = format!("velero-{}", kcp_identity(ws).stable_id());
+        let secrets: Api<Secret> = Api::namespaced(workload.client(), &ns);
+        async move {
+            let secret = secrets
+                .get("tenant-kubeconfig")
+                .await
+                .expect("the tenant kubeconfig Secret");
+            String::from_utf8(secret.data.unwrap()["kubeconfig"].0.clone()).unwrap()
+        }
+    };
+    let factory = service_provider::access::clients::ClientFactory::new();
+    let own = kubeconfig_of(&consumers[0].name).await;
+    assert!(
+        own.contains(&format!("/clusters/{}", consumers[0].name)),
+        "points at its workspace"
+    );
+    let client = factory
+        .client(own.as_bytes())
+        .await
+        .expect("the worker kubeconfig parses");
+    Api::<CustomResourceDefinition>::all(client)
+        .get("backups.velero.io")
+        .await
+        .expect("the worker's token works in its own workspace");
+    for other in &consumers[1..] {
+        let elsewhere = own.replace(
+            &format!("/clusters/{}", consumers[0].name),
+            &format!("/clusters/{}", other.name),
+        );
+        let client = factory.client(elsewhere.as_bytes()).await.unwrap();
+        let err = Api::<CustomResourceDefinition>::all(client)
+            .get("backups.velero.io")
+            .await
+            .expect_err("the worker's token is refused in another workspace");
+        assert!(
+            matches!(&err, service_provider::kube::Error::Api(s) if s.code == 404 || s.code == 403),
+            "{err}"
+        );
+    }
+
+    // Access objects on the platform: one set per workspace, under `<cluster>_<namespace>`.
+    let mut platform_namespaces = HashSet::new();
+    for ws in &consumers {
+        let identity = kcp_identity(&ws.name);
+        let ns = stable_mcp_namespace(NAME, &identity.access_namespace()).unwrap();
+        let wl = stable_request_name("velero", NAME, "wl").unwrap();
+        let ar = Api::<AccessRequest>::namespaced(env.platform().client(), &ns)
+            .get(&wl)
+            .await
+            .expect("the workload AccessRequest");
+        let labels = ar.metadata.labels.unwrap_or_default();
+        assert_eq!(
+            labels.get("openmcp.cloud/onboarding-namespace"),
+            Some(&format!("{}_default", ws.name))
+        );
+        platform_namespaces.insert(ns);
+    }
+    assert_eq!(platform_namespaces.len(), 3);
+
+    // The runtime's ServiceAccount in every workspace, with its grants.
+    for ws in &consumers {
+        let sas: Api<ServiceAccount> = Api::namespaced(common::admin(&env, ws), "openmcp-system");
+        assert!(sas.get_opt("velero").await.unwrap().is_some());
+    }
+
+    // Delete in the first workspace: the author's delete ran, then workload access, then the
+    // workspace credential, then the finalizer.
+    let ws = &consumers[0];
+    let veleros = common::objects::<Velero>(&env, ws);
+    veleros
+        .delete(NAME, &DeleteParams::default())
+        .await
+        .unwrap();
+    common::wait(&veleros, NAME, |o: Option<&Velero>| o.is_none()).await;
+    let worker_ns = format!("velero-{}", kcp_identity(&ws.name).stable_id());
+    let namespaces: Api<Namespace> = Api::all(workload.client());
+    common::wait(&namespaces, &worker_ns, |o: Option<&Namespace>| o.is_none()).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(common::admin(&env, ws));
+    common::wait(
+        &crds,
+        "backups.velero.io",
+        |o: Option<&CustomResourceDefinition>| o.is_none(),
+    )
+    .await;
+    let identity = kcp_identity(&ws.name);
+    let ns = stable_mcp_namespace(NAME, &identity.access_namespace()).unwrap();
+    let wl = stable_request_name("velero", NAME, "wl").unwrap();
+    let ars: Api<AccessRequest> = Api::namespaced(env.platform().client(), &ns);
+    common::wait(&ars, &wl, |o: Option<&AccessRequest>| o.is_none()).await;
+    let crs: Api<ClusterRequest> = Api::namespaced(env.platform().client(), &ns);
+    common::wait(&crs, &wl, |o: Option<&ClusterRequest>| o.is_none()).await;
+    let admin = common::admin(&env, ws);
+    let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), "openmcp-system");
+    assert!(
+        sas.get_opt("velero").await.unwrap().is_none(),
+        "the ServiceAccount is gone"
+    );
+    let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
+    for name in [
+        "openmcp:velero:workspace-admin",
+        "openmcp:velero:token-minter",
+    ] {
+        assert!(
+            bindings.get_opt(name).await.unwrap().is_none(),
+            "{name} is gone"
+        );
+    }
+    let roles: Api<ClusterRole> = Api::all(admin);
+    assert!(
+        roles
+            .get_opt("openmcp:velero:token-minter")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The worker's old token stopped working.
+    let client = factory.client(own.as_bytes()).await.unwrap();
+    let err = Api::<CustomResourceDefinition>::all(client)
+        .list(&Default::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, service_provider::kube::Error::Api(s) if s.code == 401),
+        "{err}"
+    );
+
+    // The other tenants are untouched.
+    for other in &consumers[1..] {
+        let o = common::objects::<Velero>(&env, other)
+            .get(NAME)
+            .await
+            .unwrap();
+        assert!(common::ready(Some(&o)));
+        let sas: Api<ServiceAccount> =
+            Api::namespaced(common::admin(&env, other), "openmcp-system");
+        assert!(sas.get_opt("velero").await.unwrap().is_some());
+    }
+    // One token per workspace so far.
+    assert_eq!(source.credentials().minted(), 3);
+    // Never refused anything it needs.
+    for shard in kcp.shards() {
+        assert_eq!(common::forbidden(shard.counters()), Vec::<String>::new());
+    }
+    let _ = TIMEOUT;
+    common::stop(runtime).await;
+}

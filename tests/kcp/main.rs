@@ -1,0 +1,15 @@
+//! End-to-end tests of kcp mode against the embedded control plane: the unchanged Velero example
+//! serving consumer workspaces through its APIExport's virtual workspace, under only its generated
+//! RBAC (the platform identity and the provider-workspace ClusterRole the test environment gives
+//! it). The tests check what end users and platform operators see: status through the workspace
+//! URL, objects in the workspaces and on the workload cluster, access objects, credentials.
+
+#[path = "../../examples/velero/main.rs"]
+#[allow(dead_code)]
+mod velero;
+
+mod classic;
+mod common;
+mod config;
+mod lifecycle;
+mod singleton;
