@@ -6,6 +6,8 @@
 //! <provider> run       --environment E --verbosity INFO --provider-name N   (the openMCP Deployment)
 //!                      [--kubeconfig F] [--metrics-bind-address A] [--health-probe-bind-address A]
 //!                      [--leader-elect]
+//!                      [--kcp-kubeconfig F [--apiexport-endpointslice N] [--provision-apiexport]
+//!                       [--shard-index I --shard-count N] …]                  (kcp mode)
 //! <provider> manifests --output DIR [--check]
 //! <provider>           run, when a cluster is configured (--kubeconfig or in a pod)
 //! ```
@@ -108,6 +110,9 @@ struct RunArgs {
     /// How many objects are reconciled at once.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     concurrency: u64,
+    /// kcp mode.
+    #[command(flatten)]
+    kcp: crate::kcp::flags::KcpArgs,
 }
 
 /// The `--verbosity` levels of the openMCP contract.
@@ -262,6 +267,7 @@ impl RunArgs {
             leader_elect: false,
             leader_elect_lease_duration: 15,
             concurrency: 16,
+            kcp: Default::default(),
         }
     }
 }
@@ -376,6 +382,7 @@ async fn platform_client(common: &Common) -> Result<kube::Client, String> {
 }
 
 async fn run_command<P: Reconcile>(common: &Common, args: &RunArgs) -> Result<(), String> {
+    let kcp = args.kcp.settings(&P::INFO)?;
     let metrics_addr = parse_bind_address("metrics-bind-address", &args.metrics_bind_address)?;
     let health_addr =
         parse_bind_address("health-probe-bind-address", &args.health_probe_bind_address)?;
@@ -389,16 +396,54 @@ async fn run_command<P: Reconcile>(common: &Common, args: &RunArgs) -> Result<()
     options.leader.lease_duration = Duration::from_secs(args.leader_elect_lease_duration);
     options.leader.renew_grace = Duration::from_secs((args.leader_elect_lease_duration / 3).max(1));
     options.concurrency = usize::try_from(args.concurrency).unwrap_or(16);
-    serve::<P>(platform, options).await
+    serve::<P>(platform, options, kcp, &args.kcp).await
 }
 
-/// Runs standard mode until SIGTERM.
-async fn serve<P: Reconcile>(platform: kube::Client, options: RunOptions) -> Result<(), String> {
+/// Runs standard mode, and kcp mode when `--kcp-kubeconfig` or the ProviderConfig's `kcp` block
+/// asks for it, until SIGTERM.
+async fn serve<P: Reconcile>(
+    platform: kube::Client,
+    options: RunOptions,
+    kcp: Option<crate::kcp::KcpSettings>,
+    kcp_args: &crate::kcp::flags::KcpArgs,
+) -> Result<(), String> {
     let mut runtime = Runtime::<P>::start(platform, options)
         .await
         .map_err(|e| e.to_string())?;
     let signal = shutdown_signal();
     tokio::pin!(signal);
+    let start_kcp = async {
+        let settings = match kcp {
+            Some(settings) => Some(settings),
+            // The ProviderConfig's block is read once: a change needs a restart (the mode is
+            // chosen at start-up).
+            None if P::INFO.kcp => match runtime.kcp_settings_from_provider_config().await {
+                Ok(Some(mut settings)) => {
+                    kcp_args.apply(&P::INFO, &mut settings)?;
+                    Some(settings)
+                }
+                Ok(None) => None,
+                Err(err) => return Err(err.to_string()),
+            },
+            None => None,
+        };
+        match settings {
+            Some(settings) => runtime
+                .start_kcp(settings)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    };
+    tokio::select! {
+        started = start_kcp => started?,
+        _ = &mut signal => {
+            runtime.shutdown();
+            runtime.wait().await;
+            return Ok(());
+        }
+    }
     tokio::select! {
         started = runtime.start_standard() => {
             started.map_err(|e| e.to_string())?;

@@ -162,9 +162,20 @@ where
     K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Default,
 {
-    service_provider_apiserver::wait_for(api, name, TIMEOUT, move |o: Option<&K>| condition(o))
-        .await
-        .unwrap_or_else(|e| panic!("waiting for {name}: {e}"))
+    let condition = std::sync::Arc::new(condition);
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let check = condition.clone();
+        let left = deadline.saturating_duration_since(Instant::now());
+        match service_provider_apiserver::wait_for(api, name, left, move |o: Option<&K>| check(o)).await {
+            Ok(found) => return found,
+            // A connection the test's own client lost (a restarted shard): watch again.
+            Err(service_provider_apiserver::WaitError::Watch { .. }) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("waiting for {name}: {e}"),
+        }
+    }
 }
 
 /// Waits until `check` returns `Some`, checking again with a growing interval; for conditions

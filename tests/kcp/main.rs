@@ -8,8 +8,14 @@
 #[allow(dead_code)]
 mod velero;
 
+mod binding;
 mod classic;
 mod common;
 mod config;
+mod faults;
 mod lifecycle;
+mod replicas;
+mod schema;
 mod singleton;
+mod supplied;
+mod tokens;

@@ -134,8 +134,8 @@ impl KubeconfigStore {
         Ok(Some(access))
     }
 
-    /// The watch saw Secret `key` at `resource_version`; returns the tenant to reconcile when a
-    /// cached access became stale.
+    /// The watch saw Secret `key` at `resource_version`; returns the tenant to reconcile when it
+    /// changed (a cached access became stale, or a Secret its tenant waited for appeared).
     pub fn changed(&self, key: &ObjectKey, resource_version: Option<&str>) -> Option<Identity> {
         let mut entries = self.lock();
         let entry = entries.get_mut(key)?;
@@ -146,12 +146,9 @@ impl KubeconfigStore {
             return None;
         }
         entry.resource_version = resource_version.map(str::to_owned);
-        let had_access = entry.access.take().is_some();
-        if had_access {
-            entry.owner.clone()
-        } else {
-            None
-        }
+        // A cached client is stale now; a tenant that found no usable Secret yet may find one.
+        entry.access = None;
+        entry.owner.clone()
     }
 
     /// Secret `key` is gone; returns the tenant that used it.

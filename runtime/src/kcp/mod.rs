@@ -1,6 +1,6 @@
 //! kcp mode: the same provider serves tenants in kcp workspaces that bind its APIExport.
 //!
-//! - [`settings`]: how the mode is switched on and configured at start-up.
+//! - [`settings`], [`flags`]: how the mode is switched on and configured at start-up.
 //! - [`provider_workspace`]: the provider's own connection and the clients derived from it.
 //! - [`provision`]: the content-addressed APIResourceSchema and the APIExport upsert.
 //! - [`source`]: endpoint slice → wildcard watches through the virtual workspace → engaged
@@ -17,6 +17,7 @@
 mod api_resource_schema;
 mod condition;
 pub mod credentials;
+pub mod flags;
 pub mod guard;
 pub mod provider_workspace;
 pub mod provision;

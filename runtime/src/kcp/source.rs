@@ -523,9 +523,19 @@ impl<P: ServiceProvider> Source<P> for KcpSource<P> {
         Mode::Kcp
     }
 
+    /// The object, when this replica serves it: its workspace is in this replica's share and
+    /// engaged (or the object is detached). Triggers from elsewhere (a platform watch seeing
+    /// another replica's access requests) thus never make two replicas reconcile one workspace.
     fn get(&self, id: &Identity) -> Option<Arc<P>> {
+        let cluster = id.cluster.as_deref()?;
+        if !self.settings.sharding.owns(cluster) {
+            return None;
+        }
         if let Some(ghost) = self.ghosts().get(id) {
             return Some(ghost.clone());
+        }
+        if !self.workspaces().is_engaged(cluster) {
+            return None;
         }
         self.lookup(id)
     }

@@ -1,0 +1,168 @@
+//! kcp mode under faults on two shards — wildcard watches dropped every couple of seconds, 410 on
+//! resume, 10% 5xx from the virtual workspace, a shard restart — still brings every object to
+//! Ready, and deleting them all leaves nothing behind.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use serde_json::json;
+use service_provider::kube::Api;
+use service_provider::kube::api::{DeleteParams, ListParams};
+use service_provider::openmcp::{AccessRequest, ClusterRequest};
+use service_provider_apiserver::FaultRule;
+use service_provider_apiserver::kcp::KcpOptions;
+
+use crate::common::{self, TIMEOUT};
+use crate::velero::Velero;
+
+const CONSUMERS: usize = 4;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
+    let env = common::env::<Velero>(common::velero_config(), CONSUMERS, KcpOptions::default().shards(2)).await;
+    let kcp = env.kcp().unwrap().kcp().clone();
+    let consumers = common::consumers(&env);
+    assert!(
+        consumers.iter().any(|c| c.shard == 0) && consumers.iter().any(|c| c.shard == 1),
+        "the consumers live on both shards"
+    );
+    let (runtime, source) =
+        common::start::<Velero>(&env, common::settings::<Velero>(&env), |_| {}).await;
+    common::eventually("an endpoint per shard", TIMEOUT, || async {
+        (source.endpoint_urls().len() == 2).then_some(())
+    })
+    .await;
+
+    // Faults: 10% 5xx from every virtual workspace throughout.
+    for shard in kcp.shards() {
+        shard.vw_faults().inject(FaultRule::new(503).rate(0.1));
+    }
+    // Workspaces on the root shard (which is also the front and holds the provider workspace)
+    // get their objects across a restart of that shard and dropped watches.
+    let (on_root, on_other): (Vec<_>, Vec<_>) = consumers.iter().partition(|c| c.shard == 0);
+    for ws in &on_root {
+        common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
+    }
+    kcp.shard(0).unwrap().restart().await.unwrap();
+    for shard in kcp.shards() {
+        shard.drop_watches();
+    }
+    for ws in &on_root {
+        common::wait(&common::objects::<Velero>(&env, ws), "velero", common::ready::<Velero>).await;
+    }
+    // The other shard goes down; its workspaces get objects meanwhile (through the front), its
+    // watch history is forgotten, and it comes back: the watches resume into a 410 and list again.
+    let other = kcp.shard(1).unwrap();
+    other.stop().await;
+    for ws in &on_other {
+        common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
+    }
+    other.expire_resource_versions();
+    other.start().await.unwrap();
+    for ws in &consumers {
+        common::wait(&common::objects::<Velero>(&env, ws), "velero", common::ready::<Velero>).await;
+    }
+    // From now on watches drop every 300 ms, every other time with the history forgotten.
+    let chaos = {
+        let kcp = kcp.clone();
+        tokio::spawn(async move {
+            for round in 0u32.. {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                for shard in kcp.shards() {
+                    if round % 2 == 1 {
+                        shard.expire_resource_versions();
+                    }
+                    shard.drop_watches();
+                }
+            }
+        })
+    };
+    // Changes still arrive through the dropped and expired watches.
+    for ws in &consumers {
+        common::objects::<Velero>(&env, ws)
+            .patch(
+                "velero",
+                &Default::default(),
+                &service_provider::kube::api::Patch::Merge(json!({ "spec": { "version": "1.16.1" } })),
+            )
+            .await
+            .unwrap();
+    }
+    for ws in &consumers {
+        let o = common::wait(&common::objects::<Velero>(&env, ws), "velero", |o: Option<&Velero>| {
+            common::ready(o) && o.is_some_and(|o| o.metadata.generation == Some(2))
+        })
+        .await
+        .unwrap();
+        assert_eq!(o.status.unwrap().extra.installed_version.as_deref(), Some("1.16.1"));
+    }
+    assert_eq!(source.credentials().minted(), CONSUMERS as u64, "one token per workspace");
+
+    // Everything deleted, under the same faults: nothing orphaned.
+    for ws in &consumers {
+        common::objects::<Velero>(&env, ws)
+            .delete("velero", &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    for ws in &consumers {
+        common::wait(&common::objects::<Velero>(&env, ws), "velero", |o: Option<&Velero>| o.is_none()).await;
+    }
+    chaos.abort();
+    for shard in kcp.shards() {
+        shard.vw_faults().clear();
+    }
+    for ws in &consumers {
+        let sas: Api<ServiceAccount> = Api::namespaced(common::admin(&env, ws), "openmcp-system");
+        assert!(sas.get_opt("velero").await.unwrap().is_none(), "no ServiceAccount left in {}", ws.path);
+    }
+    let managed = ListParams::default().labels("openmcp.cloud/managed-by=velero");
+    common::eventually("the access requests to be gone", TIMEOUT, || {
+        let managed = managed.clone();
+        let platform = env.platform().client();
+        async move {
+            let ars = Api::<AccessRequest>::all(platform.clone()).list(&managed).await.ok()?;
+            let crs = Api::<ClusterRequest>::all(platform).list(&managed).await.ok()?;
+            (ars.items.is_empty() && crs.items.is_empty()).then_some(())
+        }
+    })
+    .await;
+    for workload in env.workload_clusters() {
+        if let Ok(namespaces) = Api::<Namespace>::all(workload.client()).list(&ListParams::default()).await {
+            let left: Vec<String> = namespaces
+                .items
+                .into_iter()
+                .filter_map(|n| n.metadata.name)
+                .filter(|n| n.starts_with("velero-"))
+                .collect();
+            assert_eq!(left, Vec::<String>::new(), "no worker namespace left");
+        }
+    }
+    assert_eq!(service_provider::controller::Source::keys(&*source), Vec::new());
+    // The faults did happen.
+    let mut refused = 0;
+    let mut watches = 0;
+    let mut lists = 0;
+    for shard in kcp.shards() {
+        for (key, n) in shard.counters().snapshot() {
+            if key.cluster == service_provider_apiserver::kcp::VIRTUAL_WORKSPACE_SURFACE {
+                if key.code == 503 {
+                    refused += n;
+                }
+                if key.verb == "watch" && key.resource == "veleros" {
+                    watches += n;
+                }
+                if key.verb == "list" && key.resource == "veleros" && key.code == 200 {
+                    lists += n;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "faults: {refused} virtual-workspace requests answered 503, {watches} object watches opened, {lists} lists"
+    );
+    assert!(refused > 0, "the virtual workspace answered 503");
+    assert!(watches > 4, "object watches were dropped and re-opened ({watches})");
+    assert!(lists > 2, "a resume from a forgotten resourceVersion listed again ({lists})");
+    common::stop(runtime).await;
+}

@@ -1,0 +1,127 @@
+//! A new spec field: the next version of the provider provisions a new content-addressed
+//! APIResourceSchema beside the old one, upserts the APIExport to point at it, and the existing
+//! bindings serve the new field while the objects keep reconciling.
+
+use serde_json::json;
+use service_provider::kcp::{APIResourceSchema, v1alpha2};
+use service_provider::kube::Api;
+use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use service_provider::manifests::api_resource_schema;
+use service_provider_apiserver::kcp::KcpOptions;
+
+use crate::common;
+
+/// The provider as first released.
+mod v1 {
+    use service_provider::prelude::*;
+
+    /// A widget.
+    #[service_provider(
+        group = "widgets.services.open-control-plane.io",
+        version = "v1alpha1",
+        kind = "Widget",
+        kcp
+    )]
+    pub struct WidgetSpec {
+        /// How big.
+        pub size: i32,
+    }
+
+    impl Reconcile for Widget {
+        async fn create_or_update(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
+            Ok(Outcome::ready())
+        }
+        async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
+            Ok(Outcome::done())
+        }
+    }
+}
+
+/// The next release: one more spec field.
+mod v2 {
+    use service_provider::prelude::*;
+
+    /// A widget, now in colour.
+    #[service_provider(
+        group = "widgets.services.open-control-plane.io",
+        version = "v1alpha1",
+        kind = "Widget",
+        kcp
+    )]
+    pub struct WidgetSpec {
+        /// How big.
+        pub size: i32,
+        /// Its colour.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub color: Option<String>,
+    }
+
+    impl Reconcile for Widget {
+        async fn create_or_update(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
+            Ok(Outcome::ready())
+        }
+        async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
+            Ok(Outcome::done())
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_field_gets_a_new_schema_and_existing_bindings_serve_it() {
+    let env = common::env::<v1::Widget>(json!({ "pollInterval": "1m" }), 2, KcpOptions::default()).await;
+    let consumers = common::consumers(&env);
+    let mut settings = common::settings::<v1::Widget>(&env);
+    settings.provision = true;
+    let (runtime, _) = common::start::<v1::Widget>(&env, settings, |_| {}).await;
+    for ws in &consumers {
+        common::create::<v1::Widget>(&env, ws, "widget", json!({ "size": 1 })).await;
+        common::wait(&common::objects::<v1::Widget>(&env, ws), "widget", common::ready::<v1::Widget>).await;
+    }
+    common::stop(runtime).await;
+
+    // The next release starts and provisions its schema.
+    let old_schema = api_resource_schema::<v1::Widget>().metadata.name.unwrap();
+    let new_schema = api_resource_schema::<v2::Widget>().metadata.name.unwrap();
+    assert_ne!(old_schema, new_schema, "the schema is content-addressed");
+    let mut settings = common::settings::<v2::Widget>(&env);
+    settings.provision = true;
+    let (runtime, _) = common::start::<v2::Widget>(&env, settings, |_| {}).await;
+    let provider = env.kcp().unwrap().client(&env.kcp().unwrap().provider_workspace().path);
+    let schemas: Api<APIResourceSchema> = Api::all(provider.clone());
+    assert!(schemas.get_opt(&old_schema).await.unwrap().is_some(), "the old schema stays");
+    assert!(schemas.get_opt(&new_schema).await.unwrap().is_some(), "the new schema is created");
+    let export: v1alpha2::APIExport = Api::all(provider)
+        .get(env.kcp().unwrap().export_name().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(export.spec.resources.len(), 1);
+    assert_eq!(export.spec.resources[0].schema, new_schema, "the export points at the new schema");
+
+    // The existing bindings serve the new field (once kcp has followed the export).
+    let resource = ApiResource::erase::<v2::Widget>(&());
+    for (i, ws) in consumers.iter().enumerate() {
+        let raw: Api<DynamicObject> =
+            Api::namespaced_with(common::admin(&env, ws), "default", &resource);
+        let color = format!("colour-{i}");
+        common::eventually("the new field to be served", common::TIMEOUT, || {
+            let raw = raw.clone();
+            let color = color.clone();
+            async move {
+                let patch = json!({ "spec": { "color": color, "size": 2 } });
+                raw.patch("widget", &PatchParams::default(), &Patch::Merge(&patch)).await.ok()?;
+                let stored = raw.get("widget").await.ok()?;
+                (stored.data["spec"]["color"] == json!(color)).then_some(())
+            }
+        })
+        .await;
+        // And the objects keep reconciling, under the new release.
+        let ready = common::wait(&common::objects::<v2::Widget>(&env, ws), "widget", |o: Option<&v2::Widget>| {
+            common::ready(o)
+                && o.is_some_and(|o| o.spec.color.is_some() && o.metadata.generation >= Some(2))
+        })
+        .await
+        .unwrap();
+        assert_eq!(ready.spec.color.as_deref(), Some(color.as_str()));
+    }
+    common::stop(runtime).await;
+}

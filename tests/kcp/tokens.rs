@@ -1,0 +1,134 @@
+//! The worker's workspace token: refreshed at 80% of its lifetime (before it expires), and
+//! replaced after the workspace refuses a revoked one (401).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::json;
+use service_provider::Identity;
+use service_provider::kcp::WorkspaceCredentials;
+use service_provider::kube::Api;
+use service_provider::kube::api::{DeleteParams, Patch, PatchParams};
+use service_provider_apiserver::kcp::KcpOptions;
+
+use crate::common;
+use crate::velero::Velero;
+
+/// The tokens live this long here (kcp's minimum is lowered for the test).
+const LIFETIME: Duration = Duration::from_secs(15);
+
+fn token_of(kubeconfig: &str) -> String {
+    let parsed: serde_json::Value = serde_yaml::from_str(kubeconfig).expect("kubeconfig YAML");
+    parsed["users"][0]["user"]["token"]
+        .as_str()
+        .expect("a token")
+        .to_owned()
+}
+
+/// The `exp` claim of a JWT, in seconds since the epoch.
+fn expiry(token: &str) -> u64 {
+    let payload = token.split('.').nth(1).expect("a JWT");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .expect("base64url");
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON claims");
+    claims["exp"].as_u64().expect("exp")
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
+    let options = KcpOptions::default().min_token_expiration_seconds(1);
+    let env = common::env::<Velero>(common::velero_config(), 1, options).await;
+    let mut settings = common::settings::<Velero>(&env);
+    settings.credentials = WorkspaceCredentials::Mint { lifetime: LIFETIME };
+    let (runtime, source) = common::start::<Velero>(&env, settings, |_| {}).await;
+    let ws = &common::consumers(&env)[0];
+    common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
+    common::wait(&common::objects::<Velero>(&env, ws), "velero", common::ready::<Velero>).await;
+
+    let identity = Identity {
+        cluster: Some(ws.name.clone()),
+        namespace: "default".into(),
+        name: "velero".into(),
+    };
+    let workload = env.workload_clusters().into_iter().next().expect("a workload cluster");
+    let secrets: Api<Secret> =
+        Api::namespaced(workload.client(), &format!("velero-{}", identity.stable_id()));
+    let kubeconfig = |s: &Secret| String::from_utf8(s.data.as_ref().unwrap()["kubeconfig"].0.clone()).unwrap();
+    let first = kubeconfig(&secrets.get("tenant-kubeconfig").await.unwrap());
+    let first_token = token_of(&first);
+    assert_eq!(source.credentials().minted(), 1);
+
+    // Refreshed at 80% of the lifetime: a new token reaches the worker while the old one is
+    // still valid.
+    let old = first_token.clone();
+    let refreshed = common::wait(&secrets, "tenant-kubeconfig", move |s: Option<&Secret>| {
+        s.is_some_and(|s| token_of(&kubeconfig(s)) != old)
+    })
+    .await
+    .unwrap();
+    let seen = now();
+    assert!(
+        seen <= expiry(&first_token),
+        "the new token arrived at {seen}, after the old one expired at {}",
+        expiry(&first_token)
+    );
+    let second = kubeconfig(&refreshed);
+    let factory = service_provider::access::clients::ClientFactory::new();
+    let client = factory.client(second.as_bytes()).await.unwrap();
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .get("backups.velero.io")
+        .await
+        .expect("the refreshed token works");
+    assert_eq!(source.credentials().minted(), 2, "one new token per refresh");
+
+    // Revoked: the tenant's admin deletes the ServiceAccount. The next 401 the runtime sees (on
+    // the next reconcile, here triggered by a label) brings a new ServiceAccount and token.
+    Api::<ServiceAccount>::namespaced(common::admin(&env, ws), "openmcp-system")
+        .delete("velero", &DeleteParams::default())
+        .await
+        .unwrap();
+    let err = Api::<CustomResourceDefinition>::all(client)
+        .get("backups.velero.io")
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, service_provider::kube::Error::Api(s) if s.code == 401), "{err}");
+    let second_token = token_of(&second);
+    common::objects::<Velero>(&env, ws)
+        .patch(
+            "velero",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "labels": { "touched": "yes" } } })),
+        )
+        .await
+        .unwrap();
+    let replaced = common::wait(&secrets, "tenant-kubeconfig", move |s: Option<&Secret>| {
+        s.is_some_and(|s| {
+            let token = token_of(&kubeconfig(s));
+            token != second_token && token != first_token
+        })
+    })
+    .await
+    .unwrap();
+    let client = factory.client(kubeconfig(&replaced).as_bytes()).await.unwrap();
+    Api::<CustomResourceDefinition>::all(client)
+        .get("backups.velero.io")
+        .await
+        .expect("the replacement token works");
+    assert!(
+        Api::<ServiceAccount>::namespaced(common::admin(&env, ws), "openmcp-system")
+            .get_opt("velero")
+            .await
+            .unwrap()
+            .is_some(),
+        "the ServiceAccount is back"
+    );
+    common::wait(&common::objects::<Velero>(&env, ws), "velero", common::ready::<Velero>).await;
+    common::stop(runtime).await;
+}
