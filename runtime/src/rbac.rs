@@ -58,6 +58,7 @@ const EVENTS: &str = "events.k8s.io";
 const APIEXTENSIONS: &str = "apiextensions.k8s.io";
 const RBAC: &str = "rbac.authorization.k8s.io";
 const KCP_APIS: &str = crate::kcp::GROUP;
+const AUTHENTICATION: &str = "authentication.k8s.io";
 
 fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
     PolicyRule {
@@ -140,22 +141,20 @@ pub fn onboarding_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     rules
 }
 
-/// kcp provider workspace: find the export's endpoint slice; provision the content-addressed
-/// APIResourceSchema (created once, never updated: kcp forbids it) and upsert the APIExport; and
-/// use the export's virtual workspace.
+/// kcp provider workspace: ask who the provider is (a SelfSubjectReview, for the grant that lets
+/// it mint tokens in consumer workspaces); follow the export's endpoint slice; provision the
+/// content-addressed APIResourceSchema (created once, never updated: kcp forbids it) and upsert
+/// the APIExport (read, created, or merge-patched); and use the export's virtual workspace.
 ///
 /// kcp authorizes each virtual-workspace request by `apiexports/content` on the export with the
 /// request's own verb, so those verbs are the union of what the runtime does through it: read,
 /// update and patch Service API objects and their status, and the claimed resources' verbs.
 pub fn kcp_provider_workspace_rules(api_export_name: &str) -> Vec<PolicyRule> {
     vec![
+        rule(AUTHENTICATION, &["selfsubjectreviews"], &[CREATE]),
         rule(KCP_APIS, &["apiexportendpointslices"], &[GET, LIST, WATCH]),
-        rule(KCP_APIS, &["apiresourceschemas"], &[GET, CREATE]),
-        rule(
-            KCP_APIS,
-            &["apiexports"],
-            &[GET, LIST, WATCH, CREATE, UPDATE, PATCH],
-        ),
+        rule(KCP_APIS, &["apiresourceschemas"], &[CREATE]),
+        rule(KCP_APIS, &["apiexports"], &[GET, CREATE, PATCH]),
         PolicyRule {
             resource_names: Some(vec![api_export_name.to_owned()]),
             ..rule(
@@ -196,37 +195,26 @@ fn claim(group: &str, resource: &str, verbs: &[&str]) -> PermissionClaim {
 /// workspace through the virtual workspace.
 ///
 /// In kcp mode the tenant cluster handed to the author is the consumer workspace itself, reached
-/// with a ServiceAccount token minted there. The virtual workspace has no `serviceaccounts/token`
-/// subresource and the provider's own identity is foreign in the consumer workspace, so the
-/// runtime bootstraps that access through claimed resources:
+/// with a ServiceAccount token minted there (`crate::kcp::credentials`). The virtual workspace
+/// has no `serviceaccounts/token` subresource and the provider's own identity is foreign in the
+/// consumer workspace, so the runtime sets that access up through claimed resources:
 ///
-/// - `namespaces` get/create: the namespace holding the runtime's ServiceAccount;
-/// - `serviceaccounts` get/create/delete: that ServiceAccount (deleted on teardown);
-/// - `secrets` get/create/delete: the Secret each minted token is bound to (`boundObjectRef`), so
-///   deleting it revokes every token at once;
-/// - `configmaps` get: `kube-root-ca.crt`, the CA for the kubeconfig handed to the author's workers;
-/// - `clusterroles`, `clusterrolebindings` get/create/update/patch/delete: the ServiceAccount's
-///   permissions in the workspace, and the grant that lets the provider's identity `create`
-///   `serviceaccounts/token` for that ServiceAccount and `access` the workspace (the TokenRequest
-///   goes to the workspace URL directly); `clusterroles` also `bind` and `escalate`, because the
-///   ServiceAccount is granted permissions the provider's identity does not hold itself;
+/// - `namespaces` create: `openmcp-system`, which holds the runtime's ServiceAccount, when missing;
+/// - `serviceaccounts` create/delete: that ServiceAccount (deleting it revokes every token);
+/// - `clusterroles` create/delete, plus `escalate` and `bind`: the role that lets the provider's
+///   identity `create` `serviceaccounts/token` for that ServiceAccount (and `access` the
+///   workspace, for identities from outside kcp), and binding the ServiceAccount to
+///   `cluster-admin` — permissions the provider's identity does not hold itself;
+/// - `clusterrolebindings` create/delete: those two bindings;
 /// - `events` (`events.k8s.io`) create/patch: events on the tenant's Service API object.
+///
+/// Objects that exist already are kept (a create answered 409), so no `get` or `update` is needed.
 pub fn claims() -> Vec<PermissionClaim> {
     vec![
-        claim(CORE, "namespaces", &[GET, CREATE]),
-        claim(CORE, "serviceaccounts", &[GET, CREATE, DELETE]),
-        claim(CORE, "secrets", &[GET, CREATE, DELETE]),
-        claim(CORE, "configmaps", &[GET]),
-        claim(
-            RBAC,
-            "clusterroles",
-            &[GET, CREATE, UPDATE, PATCH, DELETE, "bind", "escalate"],
-        ),
-        claim(
-            RBAC,
-            "clusterrolebindings",
-            &[GET, CREATE, UPDATE, PATCH, DELETE],
-        ),
+        claim(CORE, "namespaces", &[CREATE]),
+        claim(CORE, "serviceaccounts", &[CREATE, DELETE]),
+        claim(RBAC, "clusterroles", &[CREATE, DELETE, "bind", "escalate"]),
+        claim(RBAC, "clusterrolebindings", &[CREATE, DELETE]),
         claim(EVENTS, "events", &[CREATE, PATCH]),
     ]
 }

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use serde_json::json;
-use service_provider::kube::Api;
 use service_provider::kcp::v1alpha2::APIBinding;
+use service_provider::kube::Api;
 use service_provider::kube::api::{DeleteParams, ListParams, ObjectMeta};
 use service_provider::openmcp::AccessRequest;
 use service_provider::prelude::*;
@@ -51,7 +51,10 @@ fn marker(cx: &Context<Gated>) -> ConfigMap {
 
 impl Reconcile for Gated {
     async fn create_or_update(&self, cx: &Context<Self>) -> Result<Outcome, Error> {
-        let mut set = cx.apply_set(cx.workload(), format!("gated-{}", cx.identity().stable_id()));
+        let mut set = cx.apply_set(
+            cx.workload(),
+            format!("gated-{}", cx.identity().stable_id()),
+        );
         set.add(&marker(cx))?;
         set.apply().await?;
         ENTERED.fetch_add(1, Ordering::SeqCst);
@@ -60,9 +63,12 @@ impl Reconcile for Gated {
     }
 
     async fn delete(&self, cx: &Context<Self>) -> Result<Outcome, Error> {
-        cx.apply_set(cx.workload(), format!("gated-{}", cx.identity().stable_id()))
-            .delete()
-            .await?;
+        cx.apply_set(
+            cx.workload(),
+            format!("gated-{}", cx.identity().stable_id()),
+        )
+        .delete()
+        .await?;
         DELETED.fetch_add(1, Ordering::SeqCst);
         Ok(Outcome::done())
     }
@@ -79,27 +85,47 @@ async fn a_binding_deleted_during_the_install_leaves_no_access_behind() {
         (ENTERED.load(Ordering::SeqCst) > 0).then_some(())
     })
     .await;
-    let workload = env.workload_clusters().into_iter().next().expect("a workload cluster");
+    let workload = env
+        .workload_clusters()
+        .into_iter()
+        .next()
+        .expect("a workload cluster");
     let markers: Api<ConfigMap> = Api::namespaced(workload.client(), "default");
     let installed = markers.list(&ListParams::default()).await.unwrap();
-    assert!(installed.items.iter().any(|c| c.metadata.name.as_deref().is_some_and(|n| n.starts_with("gated-"))));
+    assert!(installed.items.iter().any(|c| {
+        c.metadata
+            .name
+            .as_deref()
+            .is_some_and(|n| n.starts_with("gated-"))
+    }));
     let admin = common::admin(&env, ws);
     let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), "openmcp-system");
-    assert!(sas.get_opt("gated").await.unwrap().is_some(), "the install had access");
+    assert!(
+        sas.get_opt("gated").await.unwrap().is_some(),
+        "the install had access"
+    );
 
     // The end user unbinds the export mid-install.
     let export = env.kcp().unwrap().export_name().unwrap().to_owned();
     let bindings: Api<APIBinding> = Api::all(admin.clone());
-    bindings.delete(&export, &DeleteParams::default()).await.unwrap();
+    bindings
+        .delete(&export, &DeleteParams::default())
+        .await
+        .unwrap();
     // The install finishes (its result no longer matters); every later one passes at once.
     GATE.add_permits(1000);
 
     common::wait(&bindings, &export, |o: Option<&APIBinding>| o.is_none()).await;
-    common::eventually("the workspace to be disengaged", common::TIMEOUT, || async {
-        (!source.is_engaged(&ws.name)).then_some(())
-    })
+    common::eventually(
+        "the workspace to be disengaged",
+        common::TIMEOUT,
+        || async { (!source.is_engaged(&ws.name)).then_some(()) },
+    )
     .await;
-    assert!(sas.get_opt("gated").await.unwrap().is_none(), "the ServiceAccount is revoked");
+    assert!(
+        sas.get_opt("gated").await.unwrap().is_none(),
+        "the ServiceAccount is revoked"
+    );
     // The author's delete ran; with its only tenant gone the workload cluster itself may have
     // been given back as well.
     let leftovers: Vec<String> = match markers.list(&ListParams::default()).await {
@@ -113,7 +139,11 @@ async fn a_binding_deleted_during_the_install_leaves_no_access_behind() {
         Err(err) => panic!("listing the workload cluster: {err}"),
     };
     assert_eq!(leftovers, Vec::<String>::new(), "the author's delete ran");
-    assert_eq!(DELETED.load(Ordering::SeqCst), 1, "the author's delete ran once");
+    assert_eq!(
+        DELETED.load(Ordering::SeqCst),
+        1,
+        "the author's delete ran once"
+    );
     let requests = Api::<AccessRequest>::all(env.platform().client())
         .list(&ListParams::default().labels("openmcp.cloud/managed-by=gated"))
         .await

@@ -167,10 +167,14 @@ where
     loop {
         let check = condition.clone();
         let left = deadline.saturating_duration_since(Instant::now());
-        match service_provider_apiserver::wait_for(api, name, left, move |o: Option<&K>| check(o)).await {
+        match service_provider_apiserver::wait_for(api, name, left, move |o: Option<&K>| check(o))
+            .await
+        {
             Ok(found) => return found,
             // A connection the test's own client lost (a restarted shard): watch again.
-            Err(service_provider_apiserver::WaitError::Watch { .. }) if Instant::now() < deadline => {
+            Err(service_provider_apiserver::WaitError::Watch { .. })
+                if Instant::now() < deadline =>
+            {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             Err(e) => panic!("waiting for {name}: {e}"),

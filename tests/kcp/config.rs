@@ -40,7 +40,13 @@ async fn a_provider_config_change_reaches_every_workspace() {
     .unwrap();
     let settings = common::eventually("the ProviderConfig's kcp block", TIMEOUT, || {
         let runtime = &runtime;
-        async move { runtime.kcp_settings_from_provider_config().await.ok().flatten() }
+        async move {
+            runtime
+                .kcp_settings_from_provider_config()
+                .await
+                .ok()
+                .flatten()
+        }
     })
     .await;
     assert_eq!(

@@ -19,7 +19,12 @@ const CONSUMERS: usize = 4;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
-    let env = common::env::<Velero>(common::velero_config(), CONSUMERS, KcpOptions::default().shards(2)).await;
+    let env = common::env::<Velero>(
+        common::velero_config(),
+        CONSUMERS,
+        KcpOptions::default().shards(2),
+    )
+    .await;
     let kcp = env.kcp().unwrap().kcp().clone();
     let consumers = common::consumers(&env);
     assert!(
@@ -48,7 +53,12 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
         shard.drop_watches();
     }
     for ws in &on_root {
-        common::wait(&common::objects::<Velero>(&env, ws), "velero", common::ready::<Velero>).await;
+        common::wait(
+            &common::objects::<Velero>(&env, ws),
+            "velero",
+            common::ready::<Velero>,
+        )
+        .await;
     }
     // The other shard goes down; its workspaces get objects meanwhile (through the front), its
     // watch history is forgotten, and it comes back: the watches resume into a 410 and list again.
@@ -60,7 +70,12 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
     other.expire_resource_versions();
     other.start().await.unwrap();
     for ws in &consumers {
-        common::wait(&common::objects::<Velero>(&env, ws), "velero", common::ready::<Velero>).await;
+        common::wait(
+            &common::objects::<Velero>(&env, ws),
+            "velero",
+            common::ready::<Velero>,
+        )
+        .await;
     }
     // From now on watches drop every 300 ms, every other time with the history forgotten.
     let chaos = {
@@ -83,20 +98,33 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
             .patch(
                 "velero",
                 &Default::default(),
-                &service_provider::kube::api::Patch::Merge(json!({ "spec": { "version": "1.16.1" } })),
+                &service_provider::kube::api::Patch::Merge(
+                    json!({ "spec": { "version": "1.16.1" } }),
+                ),
             )
             .await
             .unwrap();
     }
     for ws in &consumers {
-        let o = common::wait(&common::objects::<Velero>(&env, ws), "velero", |o: Option<&Velero>| {
-            common::ready(o) && o.is_some_and(|o| o.metadata.generation == Some(2))
-        })
+        let o = common::wait(
+            &common::objects::<Velero>(&env, ws),
+            "velero",
+            |o: Option<&Velero>| {
+                common::ready(o) && o.is_some_and(|o| o.metadata.generation == Some(2))
+            },
+        )
         .await
         .unwrap();
-        assert_eq!(o.status.unwrap().extra.installed_version.as_deref(), Some("1.16.1"));
+        assert_eq!(
+            o.status.unwrap().extra.installed_version.as_deref(),
+            Some("1.16.1")
+        );
     }
-    assert_eq!(source.credentials().minted(), CONSUMERS as u64, "one token per workspace");
+    assert_eq!(
+        source.credentials().minted(),
+        CONSUMERS as u64,
+        "one token per workspace"
+    );
 
     // Everything deleted, under the same faults: nothing orphaned.
     for ws in &consumers {
@@ -106,7 +134,12 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
             .unwrap();
     }
     for ws in &consumers {
-        common::wait(&common::objects::<Velero>(&env, ws), "velero", |o: Option<&Velero>| o.is_none()).await;
+        common::wait(
+            &common::objects::<Velero>(&env, ws),
+            "velero",
+            |o: Option<&Velero>| o.is_none(),
+        )
+        .await;
     }
     chaos.abort();
     for shard in kcp.shards() {
@@ -114,21 +147,34 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
     }
     for ws in &consumers {
         let sas: Api<ServiceAccount> = Api::namespaced(common::admin(&env, ws), "openmcp-system");
-        assert!(sas.get_opt("velero").await.unwrap().is_none(), "no ServiceAccount left in {}", ws.path);
+        assert!(
+            sas.get_opt("velero").await.unwrap().is_none(),
+            "no ServiceAccount left in {}",
+            ws.path
+        );
     }
     let managed = ListParams::default().labels("openmcp.cloud/managed-by=velero");
     common::eventually("the access requests to be gone", TIMEOUT, || {
         let managed = managed.clone();
         let platform = env.platform().client();
         async move {
-            let ars = Api::<AccessRequest>::all(platform.clone()).list(&managed).await.ok()?;
-            let crs = Api::<ClusterRequest>::all(platform).list(&managed).await.ok()?;
+            let ars = Api::<AccessRequest>::all(platform.clone())
+                .list(&managed)
+                .await
+                .ok()?;
+            let crs = Api::<ClusterRequest>::all(platform)
+                .list(&managed)
+                .await
+                .ok()?;
             (ars.items.is_empty() && crs.items.is_empty()).then_some(())
         }
     })
     .await;
     for workload in env.workload_clusters() {
-        if let Ok(namespaces) = Api::<Namespace>::all(workload.client()).list(&ListParams::default()).await {
+        if let Ok(namespaces) = Api::<Namespace>::all(workload.client())
+            .list(&ListParams::default())
+            .await
+        {
             let left: Vec<String> = namespaces
                 .items
                 .into_iter()
@@ -138,7 +184,10 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
             assert_eq!(left, Vec::<String>::new(), "no worker namespace left");
         }
     }
-    assert_eq!(service_provider::controller::Source::keys(&*source), Vec::new());
+    assert_eq!(
+        service_provider::controller::Source::keys(&*source),
+        Vec::new()
+    );
     // The faults did happen.
     let mut refused = 0;
     let mut watches = 0;
@@ -162,7 +211,13 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
         "faults: {refused} virtual-workspace requests answered 503, {watches} object watches opened, {lists} lists"
     );
     assert!(refused > 0, "the virtual workspace answered 503");
-    assert!(watches > 4, "object watches were dropped and re-opened ({watches})");
-    assert!(lists > 2, "a resume from a forgotten resourceVersion listed again ({lists})");
+    assert!(
+        watches > 4,
+        "object watches were dropped and re-opened ({watches})"
+    );
+    assert!(
+        lists > 2,
+        "a resume from a forgotten resourceVersion listed again ({lists})"
+    );
     common::stop(runtime).await;
 }

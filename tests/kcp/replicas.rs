@@ -17,7 +17,8 @@ const CONSUMERS: usize = 6;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_shares_split_the_workspaces() {
-    let env = common::env::<Velero>(common::velero_config(), CONSUMERS, KcpOptions::default()).await;
+    let env =
+        common::env::<Velero>(common::velero_config(), CONSUMERS, KcpOptions::default()).await;
     let consumers = common::consumers(&env);
     let mut replicas = Vec::new();
     for index in 0..2 {
@@ -29,7 +30,12 @@ async fn two_shares_split_the_workspaces() {
         common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
     }
     for ws in &consumers {
-        common::wait(&common::objects::<Velero>(&env, ws), "velero", common::ready::<Velero>).await;
+        common::wait(
+            &common::objects::<Velero>(&env, ws),
+            "velero",
+            common::ready::<Velero>,
+        )
+        .await;
     }
     // Each replica minted tokens only for the workspaces of its share: every workspace was
     // served by exactly one of them.
@@ -37,7 +43,11 @@ async fn two_shares_split_the_workspaces() {
         let share = Sharding::new(index as u32, 2).unwrap();
         let owned = consumers.iter().filter(|ws| share.owns(&ws.name)).count() as u64;
         assert_eq!(source.credentials().minted(), owned, "replica {index}");
-        assert_eq!(source.engaged(), CONSUMERS, "every replica watches every workspace");
+        assert_eq!(
+            source.engaged(),
+            CONSUMERS,
+            "every replica watches every workspace"
+        );
     }
     for (runtime, _) in replicas {
         common::stop(runtime).await;
@@ -66,12 +76,20 @@ async fn kcp_mode_elects_a_leader_on_its_own_lease() {
         common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
     }
     for ws in &consumers {
-        common::wait(&common::objects::<Velero>(&env, ws), "velero", common::ready::<Velero>).await;
+        common::wait(
+            &common::objects::<Velero>(&env, ws),
+            "velero",
+            common::ready::<Velero>,
+        )
+        .await;
     }
     let leases: Api<Lease> = Api::namespaced(env.platform().client(), env.pod_namespace());
     let lease = leases.get("velero-kcp").await.expect("kcp mode's Lease");
     let holder = lease.spec.unwrap().holder_identity.unwrap();
-    let (a, b) = (first.1.credentials().minted(), second.1.credentials().minted());
+    let (a, b) = (
+        first.1.credentials().minted(),
+        second.1.credentials().minted(),
+    );
     assert!(a == 0 || b == 0, "only the leader reconciles ({a}, {b})");
     assert_eq!(a + b, consumers.len() as u64);
     let (leader, standby, standby_identity) = if a > 0 {
@@ -84,7 +102,10 @@ async fn kcp_mode_elects_a_leader_on_its_own_lease() {
     // The leader stops; the standby takes over and handles the next change.
     common::stop(leader.0).await;
     let veleros = common::objects::<Velero>(&env, &consumers[0]);
-    veleros.delete("velero", &DeleteParams::default()).await.unwrap();
+    veleros
+        .delete("velero", &DeleteParams::default())
+        .await
+        .unwrap();
     common::wait(&veleros, "velero", |o: Option<&Velero>| o.is_none()).await;
     common::eventually("the standby to hold the Lease", TIMEOUT, || {
         let leases = leases.clone();

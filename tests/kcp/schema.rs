@@ -68,14 +68,20 @@ mod v2 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_field_gets_a_new_schema_and_existing_bindings_serve_it() {
-    let env = common::env::<v1::Widget>(json!({ "pollInterval": "1m" }), 2, KcpOptions::default()).await;
+    let env =
+        common::env::<v1::Widget>(json!({ "pollInterval": "1m" }), 2, KcpOptions::default()).await;
     let consumers = common::consumers(&env);
     let mut settings = common::settings::<v1::Widget>(&env);
     settings.provision = true;
     let (runtime, _) = common::start::<v1::Widget>(&env, settings, |_| {}).await;
     for ws in &consumers {
         common::create::<v1::Widget>(&env, ws, "widget", json!({ "size": 1 })).await;
-        common::wait(&common::objects::<v1::Widget>(&env, ws), "widget", common::ready::<v1::Widget>).await;
+        common::wait(
+            &common::objects::<v1::Widget>(&env, ws),
+            "widget",
+            common::ready::<v1::Widget>,
+        )
+        .await;
     }
     common::stop(runtime).await;
 
@@ -86,16 +92,28 @@ async fn a_new_field_gets_a_new_schema_and_existing_bindings_serve_it() {
     let mut settings = common::settings::<v2::Widget>(&env);
     settings.provision = true;
     let (runtime, _) = common::start::<v2::Widget>(&env, settings, |_| {}).await;
-    let provider = env.kcp().unwrap().client(&env.kcp().unwrap().provider_workspace().path);
+    let provider = env
+        .kcp()
+        .unwrap()
+        .client(&env.kcp().unwrap().provider_workspace().path);
     let schemas: Api<APIResourceSchema> = Api::all(provider.clone());
-    assert!(schemas.get_opt(&old_schema).await.unwrap().is_some(), "the old schema stays");
-    assert!(schemas.get_opt(&new_schema).await.unwrap().is_some(), "the new schema is created");
+    assert!(
+        schemas.get_opt(&old_schema).await.unwrap().is_some(),
+        "the old schema stays"
+    );
+    assert!(
+        schemas.get_opt(&new_schema).await.unwrap().is_some(),
+        "the new schema is created"
+    );
     let export: v1alpha2::APIExport = Api::all(provider)
         .get(env.kcp().unwrap().export_name().unwrap())
         .await
         .unwrap();
     assert_eq!(export.spec.resources.len(), 1);
-    assert_eq!(export.spec.resources[0].schema, new_schema, "the export points at the new schema");
+    assert_eq!(
+        export.spec.resources[0].schema, new_schema,
+        "the export points at the new schema"
+    );
 
     // The existing bindings serve the new field (once kcp has followed the export).
     let resource = ApiResource::erase::<v2::Widget>(&());
@@ -108,17 +126,23 @@ async fn a_new_field_gets_a_new_schema_and_existing_bindings_serve_it() {
             let color = color.clone();
             async move {
                 let patch = json!({ "spec": { "color": color, "size": 2 } });
-                raw.patch("widget", &PatchParams::default(), &Patch::Merge(&patch)).await.ok()?;
+                raw.patch("widget", &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .ok()?;
                 let stored = raw.get("widget").await.ok()?;
                 (stored.data["spec"]["color"] == json!(color)).then_some(())
             }
         })
         .await;
         // And the objects keep reconciling, under the new release.
-        let ready = common::wait(&common::objects::<v2::Widget>(&env, ws), "widget", |o: Option<&v2::Widget>| {
-            common::ready(o)
-                && o.is_some_and(|o| o.spec.color.is_some() && o.metadata.generation >= Some(2))
-        })
+        let ready = common::wait(
+            &common::objects::<v2::Widget>(&env, ws),
+            "widget",
+            |o: Option<&v2::Widget>| {
+                common::ready(o)
+                    && o.is_some_and(|o| o.spec.color.is_some() && o.metadata.generation >= Some(2))
+            },
+        )
         .await
         .unwrap();
         assert_eq!(ready.spec.color.as_deref(), Some(color.as_str()));

@@ -35,7 +35,8 @@ async fn a_platform_supplied_kubeconfig_is_used_as_is() {
 
     // The platform operator's identity for the workspace, put into the Secret.
     let admin = common::admin(&env, ws);
-    let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "platform-issued"}})).unwrap();
+    let sa: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "platform-issued"}})).unwrap();
     let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), "default");
     sas.create(&PostParams::default(), &sa).await.unwrap();
     let binding: ClusterRoleBinding = serde_json::from_value(json!({
@@ -80,10 +81,13 @@ async fn a_platform_supplied_kubeconfig_is_used_as_is() {
         name: "velero".into(),
     };
     let workload = env.workload_clusters().into_iter().next().unwrap();
-    let handed = Api::<Secret>::namespaced(workload.client(), &format!("velero-{}", identity.stable_id()))
-        .get("tenant-kubeconfig")
-        .await
-        .unwrap();
+    let handed = Api::<Secret>::namespaced(
+        workload.client(),
+        &format!("velero-{}", identity.stable_id()),
+    )
+    .get("tenant-kubeconfig")
+    .await
+    .unwrap();
     let handed = String::from_utf8(handed.data.unwrap()["kubeconfig"].0.clone()).unwrap();
     assert_eq!(handed, kubeconfig);
     assert_eq!(source.credentials().minted(), 0);

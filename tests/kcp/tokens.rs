@@ -38,7 +38,10 @@ fn expiry(token: &str) -> u64 {
 }
 
 fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,17 +53,29 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
     let (runtime, source) = common::start::<Velero>(&env, settings, |_| {}).await;
     let ws = &common::consumers(&env)[0];
     common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
-    common::wait(&common::objects::<Velero>(&env, ws), "velero", common::ready::<Velero>).await;
+    common::wait(
+        &common::objects::<Velero>(&env, ws),
+        "velero",
+        common::ready::<Velero>,
+    )
+    .await;
 
     let identity = Identity {
         cluster: Some(ws.name.clone()),
         namespace: "default".into(),
         name: "velero".into(),
     };
-    let workload = env.workload_clusters().into_iter().next().expect("a workload cluster");
-    let secrets: Api<Secret> =
-        Api::namespaced(workload.client(), &format!("velero-{}", identity.stable_id()));
-    let kubeconfig = |s: &Secret| String::from_utf8(s.data.as_ref().unwrap()["kubeconfig"].0.clone()).unwrap();
+    let workload = env
+        .workload_clusters()
+        .into_iter()
+        .next()
+        .expect("a workload cluster");
+    let secrets: Api<Secret> = Api::namespaced(
+        workload.client(),
+        &format!("velero-{}", identity.stable_id()),
+    );
+    let kubeconfig =
+        |s: &Secret| String::from_utf8(s.data.as_ref().unwrap()["kubeconfig"].0.clone()).unwrap();
     let first = kubeconfig(&secrets.get("tenant-kubeconfig").await.unwrap());
     let first_token = token_of(&first);
     assert_eq!(source.credentials().minted(), 1);
@@ -86,7 +101,11 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
         .get("backups.velero.io")
         .await
         .expect("the refreshed token works");
-    assert_eq!(source.credentials().minted(), 2, "one new token per refresh");
+    assert_eq!(
+        source.credentials().minted(),
+        2,
+        "one new token per refresh"
+    );
 
     // Revoked: the tenant's admin deletes the ServiceAccount. The next 401 the runtime sees (on
     // the next reconcile, here triggered by a label) brings a new ServiceAccount and token.
@@ -98,7 +117,10 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
         .get("backups.velero.io")
         .await
         .unwrap_err();
-    assert!(matches!(&err, service_provider::kube::Error::Api(s) if s.code == 401), "{err}");
+    assert!(
+        matches!(&err, service_provider::kube::Error::Api(s) if s.code == 401),
+        "{err}"
+    );
     let second_token = token_of(&second);
     common::objects::<Velero>(&env, ws)
         .patch(
@@ -116,7 +138,10 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
     })
     .await
     .unwrap();
-    let client = factory.client(kubeconfig(&replaced).as_bytes()).await.unwrap();
+    let client = factory
+        .client(kubeconfig(&replaced).as_bytes())
+        .await
+        .unwrap();
     Api::<CustomResourceDefinition>::all(client)
         .get("backups.velero.io")
         .await
@@ -129,6 +154,11 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
             .is_some(),
         "the ServiceAccount is back"
     );
-    common::wait(&common::objects::<Velero>(&env, ws), "velero", common::ready::<Velero>).await;
+    common::wait(
+        &common::objects::<Velero>(&env, ws),
+        "velero",
+        common::ready::<Velero>,
+    )
+    .await;
     common::stop(runtime).await;
 }

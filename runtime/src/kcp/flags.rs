@@ -166,7 +166,10 @@ mod tests {
         };
         let err = args.settings(&PLAIN).unwrap_err();
         assert!(err.contains("declared without `kcp`"), "{err}");
-        assert!(err.contains("--kcp-kubeconfig, --provision-apiexport"), "{err}");
+        assert!(
+            err.contains("--kcp-kubeconfig, --provision-apiexport"),
+            "{err}"
+        );
         assert!(KcpArgs::default().settings(&PLAIN).unwrap().is_none());
     }
 
@@ -200,11 +203,21 @@ mod tests {
             kcp_token_lifetime: Some("1m".parse().unwrap()),
             ..Default::default()
         };
-        assert!(short.apply(&KCP, &mut settings).unwrap_err().contains("10m"));
+        assert!(
+            short
+                .apply(&KCP, &mut settings)
+                .unwrap_err()
+                .contains("10m")
+        );
         let missing = KcpArgs {
             kcp_kubeconfig: Some("/does/not/exist".into()),
             ..Default::default()
         };
-        assert!(missing.settings(&KCP).unwrap_err().contains("--kcp-kubeconfig /does/not/exist"));
+        assert!(
+            missing
+                .settings(&KCP)
+                .unwrap_err()
+                .contains("--kcp-kubeconfig /does/not/exist")
+        );
     }
 }
