@@ -184,10 +184,13 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
             assert_eq!(left, Vec::<String>::new(), "no worker namespace left");
         }
     }
-    assert_eq!(
-        service_provider::controller::Source::keys(&*source),
-        Vec::new()
-    );
+    // Once the watches caught up, nothing is left to reconcile.
+    common::eventually("the caches to catch up", TIMEOUT, || async {
+        service_provider::controller::Source::keys(&*source)
+            .is_empty()
+            .then_some(())
+    })
+    .await;
     // The faults did happen.
     let mut refused = 0;
     let mut watches = 0;
