@@ -303,6 +303,17 @@ impl Reconcile for Velero {
     }
 }
 
+/// The provider binary: `init`, `run`, `manifests`, and `dev` with a sample a newcomer can read.
+pub fn app() -> service_provider::App<Velero> {
+    service_provider::App::new().dev_samples(
+        service_provider::serde_json::json!({
+            "imageRepository": "docker.io/velero",
+            "versions": [{ "version": "1.16.1" }, { "version": "1.15.2" }],
+        }),
+        service_provider::serde_json::json!({ "version": "1.16.1" }),
+    )
+}
+
 fn main() -> std::process::ExitCode {
-    service_provider::run::<Velero>()
+    app().run()
 }

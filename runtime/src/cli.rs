@@ -9,7 +9,8 @@
 //!                      [--kcp-kubeconfig F [--apiexport-endpointslice N] [--provision-apiexport]
 //!                       [--shard-index I --shard-count N] …]                  (kcp mode)
 //! <provider> manifests --output DIR [--check]
-//! <provider>           run, when a cluster is configured (--kubeconfig or in a pod)
+//! <provider> dev       [--kubeconfig-dir DIR]                               (local, embedded)
+//! <provider>           run, when a cluster is configured (--kubeconfig or in a pod); else dev
 //! ```
 //!
 //! The platform cluster is `--kubeconfig` or, when it is absent, the pod's in-cluster config
@@ -71,6 +72,10 @@ struct Common {
     /// Kubeconfig of the platform cluster; the pod's in-cluster config when absent.
     #[arg(long, global = true)]
     kubeconfig: Option<PathBuf>,
+    /// `dev` only: where to write a kubeconfig for every cluster (default:
+    /// <tmp>/<provider-name>-dev).
+    #[arg(long, global = true)]
+    kubeconfig_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -90,6 +95,28 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Run against an embedded control plane with a simulated openMCP platform, one ControlPlane
+    /// and one object; write kubeconfigs for kubectl and serve until Ctrl-C.
+    Dev(DevArgs),
+}
+
+#[derive(Debug, Args)]
+struct DevArgs {
+    /// Where to serve /metrics; `0` serves nothing.
+    #[arg(long, default_value = "0")]
+    metrics_bind_address: String,
+    /// Where to serve /healthz and /readyz; `0` serves nothing.
+    #[arg(long, default_value = "0")]
+    health_probe_bind_address: String,
+}
+
+impl Default for DevArgs {
+    fn default() -> Self {
+        DevArgs {
+            metrics_bind_address: "0".into(),
+            health_probe_bind_address: "0".into(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -166,6 +193,8 @@ pub fn parse_bind_address(flag: &str, value: &str) -> Result<Option<SocketAddr>,
 /// A provider binary, with optional extras; [`run`] is `App::new().run()`.
 pub struct App<P> {
     init_hook: Option<InitHook>,
+    #[cfg_attr(not(feature = "dev"), allow(dead_code))]
+    dev_samples: (Option<serde_json::Value>, Option<serde_json::Value>),
     _provider: PhantomData<fn() -> P>,
 }
 
@@ -180,8 +209,17 @@ impl<P: Reconcile> App<P> {
     pub fn new() -> Self {
         App {
             init_hook: None,
+            dev_samples: (None, None),
             _provider: PhantomData,
         }
+    }
+
+    /// What `dev` creates: the ProviderConfig's `spec` and the sample object's `spec`. Without
+    /// them `dev` fills every required field from the CRDs' schemas (defaults, first enum
+    /// values, placeholders) and offers the sample's `version`.
+    pub fn dev_samples(mut self, provider_config: serde_json::Value, object: serde_json::Value) -> Self {
+        self.dev_samples = (Some(provider_config), Some(object));
+        self
     }
 
     /// Runs `hook` at the end of `init`, after the CRDs are installed: an extra pre-flight step
@@ -227,13 +265,13 @@ impl<P: Reconcile> App<P> {
             match command {
                 Some(Command::Init) => self.init_command(&common).await,
                 Some(Command::Run(args)) => run_command::<P>(&common, &args).await,
+                Some(Command::Dev(args)) => self.dev_command(&common, &args).await,
                 Some(Command::Manifests { .. }) => Ok(()),
                 None if common.kubeconfig.is_some() || in_cluster() => {
                     run_command::<P>(&common, &RunArgs::parse_defaults()).await
                 }
-                None => Err(
-                    "no platform cluster configured: pass --kubeconfig, or run in a pod".to_owned(),
-                ),
+                // No cluster configured: a local one, as `cargo run --example <provider>` expects.
+                None => self.dev_command(&common, &DevArgs::default()).await,
             }
         });
         // Reconciles that ignore shutdown must not keep the process alive.
@@ -256,6 +294,29 @@ impl<P: Reconcile> App<P> {
         crate::init::init::<P>(platform, &options, self.init_hook.clone())
             .await
             .map_err(|e| e.to_string())
+    }
+
+    #[cfg(feature = "dev")]
+    async fn dev_command(&self, common: &Common, args: &DevArgs) -> Result<(), String> {
+        let metrics_addr = parse_bind_address("metrics-bind-address", &args.metrics_bind_address)?;
+        let health_addr =
+            parse_bind_address("health-probe-bind-address", &args.health_probe_bind_address)?;
+        crate::dev_mode::run::<P>(crate::dev_mode::DevOptions {
+            provider_name: provider_name::<P>(common),
+            kubeconfig_dir: common.kubeconfig_dir.clone(),
+            metrics_addr,
+            health_addr,
+            samples: crate::dev_mode::DevSamples {
+                provider_config: self.dev_samples.0.clone(),
+                object: self.dev_samples.1.clone(),
+            },
+        })
+        .await
+    }
+
+    #[cfg(not(feature = "dev"))]
+    async fn dev_command(&self, _common: &Common, _args: &DevArgs) -> Result<(), String> {
+        Err("no platform cluster configured: pass --kubeconfig, or run in a pod (this provider was built without the `dev` feature, so it cannot start a local one)".to_owned())
     }
 }
 
@@ -358,9 +419,10 @@ async fn platform_client(common: &Common) -> Result<kube::Client, String> {
         Some(path) => {
             let bytes = std::fs::read(path)
                 .map_err(|e| format!("cannot read --kubeconfig {}: {e}", path.display()))?;
+            let factory = ClientFactory::new();
             ClientFactory::config(&bytes)
                 .await
-                .and_then(|config| kube::Client::try_from(config).map_err(Into::into))
+                .and_then(|config| factory.client_for(config))
                 .map_err(|e| {
                     format!(
                         "--kubeconfig {}: {e}; pass a valid kubeconfig for the platform cluster",

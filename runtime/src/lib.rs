@@ -13,6 +13,8 @@ pub mod context;
 pub mod controller;
 #[cfg(feature = "dev")]
 pub mod dev;
+#[cfg(feature = "dev")]
+pub mod dev_mode;
 pub mod duration;
 pub mod error;
 pub mod events;

@@ -350,6 +350,7 @@ impl<P: ServiceProvider> Platform<P> {
                         .forget(&ObjectKey::new(namespace, &secret.name));
                 }
                 if let Some(owner) = object.and_then(|o| owner_of(o.labels())) {
+                    tracing::debug!(object = %owner, "AccessRequest changed");
                     this.triggers.trigger(owner);
                 }
             },
@@ -370,6 +371,7 @@ impl<P: ServiceProvider> Platform<P> {
             strip_managed_fields,
             move |_, change| {
                 if let Some(owner) = change.new.or(change.old).and_then(|o| owner_of(o.labels())) {
+                    tracing::debug!(object = %owner, "ClusterRequest changed");
                     this.triggers.trigger(owner);
                 }
             },
@@ -406,6 +408,7 @@ impl<P: ServiceProvider> Platform<P> {
                     .changed(&key, object.meta().resource_version.as_deref()),
             };
             if let Some(owner) = owner {
+                tracing::debug!(object = %owner, "Secret changed");
                 self.triggers.trigger(owner);
             }
             if self.referenced(Some(&key.namespace), &key.name)

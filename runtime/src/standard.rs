@@ -64,6 +64,7 @@ impl<P: ServiceProvider> Standard<P> {
             strip_managed_fields,
             move |id, change| {
                 if needs_reconcile(&change) {
+                    tracing::debug!(object = %id, "object changed");
                     triggers.trigger(id.clone());
                 }
             },
@@ -106,6 +107,10 @@ impl<P: ServiceProvider> Source<P> for Standard<P> {
 
     fn keys(&self) -> Vec<Identity> {
         self.objects.keys()
+    }
+
+    fn len(&self) -> usize {
+        self.objects.len()
     }
 
     fn observe(&self, id: &Identity, mut object: P) {

@@ -16,7 +16,6 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kube::client::ConfigExt;
-use kube::client::retry::RetryPolicy;
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use tower::retry::RetryLayer;
 use tower::{BoxError, ServiceBuilder};
@@ -102,7 +101,7 @@ impl ClientFactory {
             .option_layer(
                 config
                     .default_retry
-                    .then(|| RetryLayer::new(RetryPolicy::server_retry())),
+                    .then(|| RetryLayer::new(crate::access::retry::RetryPolicy::default())),
             )
             .option_layer(config.auth_layer()?)
             .layer(config.extra_headers_layer()?)

@@ -23,6 +23,7 @@
 pub mod clients;
 pub mod kubeconfigs;
 pub mod onboarding;
+pub mod retry;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -151,7 +151,7 @@ impl<P: Reconcile, S: Source<P>> Controller<P, S> {
                 let mut tick = tokio::time::interval(Duration::from_secs(1));
                 loop {
                     tick.tick().await;
-                    metrics.set_queue(mode, queue.depth(), source.keys().len());
+                    metrics.set_queue(mode, queue.depth(), source.len());
                 }
             }
         });

@@ -32,6 +32,11 @@ pub trait Source<P: ServiceProvider>: Send + Sync + 'static {
     /// Every object's key (to re-reconcile all of them).
     fn keys(&self) -> Vec<Identity>;
 
+    /// How many objects there are.
+    fn len(&self) -> usize {
+        self.keys().len()
+    }
+
     /// Records the response of one of the runtime's own writes to `id`: it is newer than the
     /// cache, and its echo from the watch must not trigger another reconcile.
     fn observe(&self, id: &Identity, object: P);

@@ -1,0 +1,626 @@
+//! Standard mode: this runtime against a hand-written kube-runtime `Controller` doing the same
+//! work (finalizer, MCP AccessRequest, wait for the grant, tenant client from the kubeconfig
+//! Secret, a trivial reconcile, status) on the same embedded server in the same run.
+//!
+//! ```sh
+//! cargo bench --bench standard                       # 1,000 / 200 / 10,000 objects
+//! cargo bench --bench standard -- --objects 300 --latency 50 --memory 1000
+//! ```
+//!
+//! Measured, for both implementations:
+//! - **throughput**: `--objects` objects created at once (32 creates in flight) → Ready/s;
+//! - **writes per object** from create to Ready, besides the author's own (the trivial reconcile
+//!   writes nothing): what the API servers counted for the provider's kinds;
+//! - **latency**: `--latency` objects created one after the other, create → Ready, p50/p99;
+//! - **no-op reconcile**: every object reconciled once more with nothing to do; API calls per
+//!   reconcile (reads and writes);
+//! - **memory**: the provider as its own process serving `--memory` objects, resident set size
+//!   once all are Ready (`VmRSS`) and its peak (`VmHWM`).
+//!
+//! Both use 16 concurrent reconciles.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use serde_json::json;
+use service_provider::dev::{ControlPlaneRef, TestEnv};
+use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use service_provider::kube::runtime::{WatchStreamExt, watcher};
+use service_provider::kube::{Api, ResourceExt};
+use service_provider::prelude::*;
+use service_provider::runner::{RunOptions, Runtime};
+use tokio::sync::Notify;
+
+/// The benchmark's provider: a trivial reconcile that makes no API call.
+#[service_provider(group = "bench.services.open-control-plane.io", version = "v1alpha1", kind = "Bench")]
+pub struct BenchSpec {
+    /// Anything.
+    #[serde(default)]
+    pub value: String,
+}
+
+impl Reconcile for Bench {
+    async fn create_or_update(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
+        Ok(Outcome::ready())
+    }
+
+    async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
+        Ok(Outcome::done())
+    }
+}
+
+const PROVIDER: &str = "bench";
+const BASELINE_PROVIDER: &str = "bench-baseline";
+const NAMESPACE: &str = "project-bench--ws-a";
+const CONCURRENCY: usize = 16;
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The hand-written controller: what an author writes with kube-runtime alone.
+mod baseline {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Duration;
+
+    use futures::Stream;
+    use k8s_openapi::api::core::v1::Secret;
+    use serde_json::json;
+    use service_provider::kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+    use service_provider::kube::config::{KubeConfigOptions, Kubeconfig};
+    use service_provider::kube::runtime::controller::{Action, Config, Controller};
+    use service_provider::kube::runtime::finalizer::{Event, finalizer};
+    use service_provider::kube::runtime::reflector::ObjectRef;
+    use service_provider::kube::runtime::watcher;
+    use service_provider::kube::{Api, Client, ResourceExt};
+    use service_provider::openmcp::naming::{request_labels, stable_mcp_namespace, stable_request_name};
+    use service_provider::openmcp::{AccessRequest, AccessRequestSpec, ObjectReference, RoleRef, TokenConfig};
+
+    use super::Bench;
+
+    pub const FINALIZER: &str = "bench.services.open-control-plane.io/baseline";
+
+    pub struct Ctx {
+        pub onboarding: Client,
+        pub platform: Client,
+        pub reconciles: AtomicU64,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    pub enum Error {
+        #[error(transparent)]
+        Kube(#[from] service_provider::kube::Error),
+        #[error(transparent)]
+        Kubeconfig(#[from] service_provider::kube::config::KubeconfigError),
+        #[error(transparent)]
+        Naming(#[from] service_provider::openmcp::naming::NamingError),
+        #[error("{0}")]
+        Other(String),
+    }
+
+    pub fn run(ctx: Arc<Ctx>, reconcile_all: impl Stream<Item = ()> + Send + Sync + 'static) -> impl Stream<Item = ()> {
+        use futures::StreamExt;
+        let objects = Api::<Bench>::all(ctx.onboarding.clone());
+        let requests = Api::<AccessRequest>::all(ctx.platform.clone());
+        Controller::new(objects, watcher::Config::default().labels("bench=base"))
+            .watches(
+                requests,
+                watcher::Config::default().labels(&format!("openmcp.cloud/managed-by={}", super::BASELINE_PROVIDER)),
+                |ar: AccessRequest| {
+                    let labels = ar.labels();
+                    let owner = labels
+                        .get("openmcp.cloud/onboarding-name")
+                        .zip(labels.get("openmcp.cloud/onboarding-namespace"))
+                        .map(|(name, ns)| ObjectRef::new(name).within(ns));
+                    owner.into_iter()
+                },
+            )
+            .with_config(Config::default().concurrency(super::CONCURRENCY as u16))
+            .reconcile_all_on(reconcile_all)
+            .run(reconcile, |_, _, _| Action::requeue(Duration::from_millis(100)), ctx)
+            .map(|result| {
+                if let Err(err) = result {
+                    tracing::debug!(error = %err, "baseline reconcile failed");
+                }
+            })
+    }
+
+    async fn reconcile(object: Arc<Bench>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+        ctx.reconciles.fetch_add(1, Ordering::Relaxed);
+        let api = Api::<Bench>::namespaced(ctx.onboarding.clone(), &object.namespace().unwrap_or_default());
+        finalizer(&api, FINALIZER, object, |event| async {
+            match event {
+                Event::Apply(object) => apply(&object, &ctx).await,
+                Event::Cleanup(_) => Ok(Action::await_change()),
+            }
+        })
+        .await
+        .map_err(|e| Error::Other(e.to_string()))
+    }
+
+    async fn apply(object: &Bench, ctx: &Ctx) -> Result<Action, Error> {
+        let (name, namespace) = (object.name_any(), object.namespace().unwrap_or_default());
+        let platform_ns = stable_mcp_namespace(&name, &namespace)?;
+        let request = stable_request_name(super::BASELINE_PROVIDER, &name, "mcp")?;
+        let requests = Api::<AccessRequest>::namespaced(ctx.platform.clone(), &platform_ns);
+        let Some(ar) = requests.get_opt(&request).await? else {
+            let ar = AccessRequest {
+                metadata: ObjectMeta {
+                    name: Some(request.clone()),
+                    labels: Some(request_labels(super::BASELINE_PROVIDER, &namespace, &name, "mcp")),
+                    ..Default::default()
+                },
+                spec: AccessRequestSpec {
+                    request_ref: Some(ObjectReference { name: name.clone(), namespace: platform_ns.clone() }),
+                    token: Some(TokenConfig { permissions: vec![], role_refs: vec![RoleRef::cluster_role("cluster-admin")] }),
+                    ..Default::default()
+                },
+                status: None,
+            };
+            requests.create(&PostParams::default(), &ar).await?;
+            // The AccessRequest watch brings the object back when it is granted.
+            return Ok(Action::await_change());
+        };
+        if !ar.is_ready() {
+            return Ok(Action::await_change());
+        }
+        let secret_name = ar
+            .status
+            .as_ref()
+            .and_then(|s| s.secret_ref.as_ref())
+            .map(|s| s.name.clone())
+            .ok_or_else(|| Error::Other("granted without a Secret".into()))?;
+        let secret = Api::<Secret>::namespaced(ctx.platform.clone(), &platform_ns).get(&secret_name).await?;
+        let kubeconfig = secret
+            .data
+            .and_then(|mut d| d.remove("kubeconfig"))
+            .ok_or_else(|| Error::Other("no kubeconfig".into()))?;
+        let text = String::from_utf8(kubeconfig.0).map_err(|e| Error::Other(e.to_string()))?;
+        let config = service_provider::kube::Config::from_custom_kubeconfig(Kubeconfig::from_yaml(&text)?, &KubeConfigOptions::default()).await?;
+        // The tenant client the provider's trivial reconcile would use.
+        let _tenant = Client::try_from(config)?;
+
+        let generation = object.metadata.generation;
+        let ready = object.status.as_ref().is_some_and(|s| {
+            s.observed_generation == generation && s.phase == Some(service_provider::Phase::Ready)
+        });
+        if !ready {
+            let status = json!({ "status": {
+                "observedGeneration": generation,
+                "phase": "Ready",
+                "conditions": [{
+                    "type": "Ready", "status": "True", "reason": "ReconcileSuccess",
+                    "message": "Domain Service is ready", "observedGeneration": generation,
+                    "lastTransitionTime": k8s_openapi::jiff::Timestamp::now().to_string(),
+                }],
+            }});
+            let api = Api::<Bench>::namespaced(ctx.onboarding.clone(), &namespace);
+            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await?;
+        }
+        Ok(Action::requeue(Duration::from_secs(3600)))
+    }
+}
+
+/// When each object first became Ready, from one watch.
+#[derive(Clone, Default)]
+struct ReadyTimes {
+    times: Arc<Mutex<HashMap<String, Instant>>>,
+    changed: Arc<Notify>,
+}
+
+impl ReadyTimes {
+    fn watch(&self, onboarding: service_provider::kube::Client) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let stream = watcher(Api::<Bench>::all(onboarding), watcher::Config::default())
+                .default_backoff()
+                .applied_objects();
+            let mut stream = std::pin::pin!(stream);
+            while let Ok(Some(object)) = stream.try_next().await {
+                let ready = object.status.as_ref().is_some_and(|s| {
+                    s.phase == Some(service_provider::Phase::Ready)
+                        && s.observed_generation == object.metadata.generation
+                });
+                if ready {
+                    let now = Instant::now();
+                    this.times.lock().unwrap().entry(object.name_any()).or_insert(now);
+                    this.changed.notify_waiters();
+                }
+            }
+        })
+    }
+
+    async fn wait(&self, names: &[String]) -> Instant {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let latest = {
+                let times = self.times.lock().unwrap();
+                names.iter().map(|n| times.get(n).copied()).collect::<Option<Vec<_>>>()
+            };
+            if let Some(latest) = latest {
+                return latest.into_iter().max().unwrap_or_else(Instant::now);
+            }
+            assert!(Instant::now() < deadline, "objects did not become Ready in time");
+            let _ = tokio::time::timeout(Duration::from_secs(1), notified).await;
+        }
+    }
+}
+
+async fn create(env: &TestEnv, name: &str, label: &str) {
+    let resource = ApiResource::erase::<Bench>(&());
+    let api: Api<DynamicObject> = Api::namespaced_with(env.onboarding().client(), NAMESPACE, &resource);
+    let mut object = DynamicObject::new(name, &resource).within(NAMESPACE);
+    object.metadata.labels = Some([("bench".to_owned(), label.to_owned())].into());
+    object.data = json!({ "spec": { "value": name } });
+    api.create(&PostParams::default(), &object).await.expect("create");
+}
+
+/// Requests the servers counted, by (verb, resource), over the platform, onboarding and tenant
+/// clusters.
+fn snapshot(env: &TestEnv) -> HashMap<(String, String), u64> {
+    let mut out = HashMap::new();
+    let mut shards: Vec<Arc<service_provider_apiserver::Shard>> = Vec::new();
+    let handles = [env.platform().clone(), env.onboarding().clone()]
+        .into_iter()
+        .chain(env.clusters().into_iter().map(|c| c.handle));
+    for handle in handles {
+        if shards.iter().any(|s| Arc::ptr_eq(s, handle.shard())) {
+            continue;
+        }
+        shards.push(handle.shard().clone());
+        for (key, n) in handle.counters().snapshot() {
+            *out.entry((key.verb, key.resource)).or_insert(0) += n;
+        }
+    }
+    out
+}
+
+fn diff(before: &HashMap<(String, String), u64>, after: &HashMap<(String, String), u64>) -> HashMap<(String, String), u64> {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, v)| *v > 0)
+        .collect()
+}
+
+/// Writes a provider makes from create to Ready: on its Service API objects (finalizer,
+/// status), Events, and the access objects and namespaces it creates.
+fn provider_writes(calls: &HashMap<(String, String), u64>) -> u64 {
+    calls
+        .iter()
+        .filter(|((verb, resource), _)| match verb.as_str() {
+            "patch" | "update" => resource == "benches" || resource == "benches/status",
+            "create" => ["events", "accessrequests", "clusterrequests", "namespaces"].contains(&resource.as_str()),
+            _ => false,
+        })
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn reads_and_writes(calls: &HashMap<(String, String), u64>) -> (u64, u64) {
+    let reads = calls.iter().filter(|((v, _), _)| v == "get" || v == "list").map(|(_, n)| n).sum();
+    let writes = calls
+        .iter()
+        .filter(|((v, _), _)| ["create", "update", "patch", "delete"].contains(&v.as_str()))
+        .map(|(_, n)| n)
+        .sum();
+    (reads, writes)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+#[derive(Default, Debug)]
+struct Results {
+    throughput: f64,
+    writes_per_object: f64,
+    p50: Duration,
+    p99: Duration,
+    noop_reads: f64,
+    noop_writes: f64,
+    rss_mib: Option<(f64, f64)>,
+}
+
+/// What differs between the two implementations: how to start them and how to reconcile all.
+enum Implementation {
+    Runtime(Runtime<Bench>),
+    Baseline {
+        ctx: Arc<baseline::Ctx>,
+        trigger: tokio::sync::mpsc::UnboundedSender<()>,
+        task: tokio::task::JoinHandle<()>,
+    },
+}
+
+impl Implementation {
+    fn reconciles(&self) -> u64 {
+        match self {
+            Implementation::Runtime(rt) => {
+                use service_provider::ops::metrics::ReconcileResult as R;
+                [R::ready, R::waiting, R::progressing, R::error, R::skipped]
+                    .into_iter()
+                    .map(|r| rt.metrics().reconcile_count(service_provider::Mode::Standard, r))
+                    .sum()
+            }
+            Implementation::Baseline { ctx, .. } => ctx.reconciles.load(Ordering::Relaxed),
+        }
+    }
+
+    fn reconcile_all(&self) {
+        match self {
+            Implementation::Runtime(rt) => rt.platform().triggers().trigger_all(),
+            Implementation::Baseline { trigger, .. } => {
+                let _ = trigger.send(());
+            }
+        }
+    }
+
+    async fn stop(self) {
+        match self {
+            Implementation::Runtime(rt) => {
+                rt.shutdown();
+                rt.wait().await;
+            }
+            Implementation::Baseline { task, .. } => task.abort(),
+        }
+    }
+}
+
+async fn start_runtime(env: &TestEnv) -> Implementation {
+    let provider = env.provider().unwrap();
+    let platform = service_provider::access::clients::ClientFactory::new()
+        .client(provider.platform_kubeconfig().as_bytes())
+        .await
+        .unwrap();
+    let mut options = RunOptions::new(PROVIDER, env.pod_namespace());
+    options.concurrency = CONCURRENCY;
+    let mut runtime = Runtime::<Bench>::start(platform, options).await.unwrap();
+    runtime.start_standard().await.unwrap();
+    Implementation::Runtime(runtime)
+}
+
+fn start_baseline(env: &TestEnv) -> Implementation {
+    let ctx = Arc::new(baseline::Ctx {
+        onboarding: env.onboarding().client(),
+        platform: env.platform().client(),
+        reconciles: AtomicU64::new(0),
+    });
+    let (trigger, rx) = tokio::sync::mpsc::unbounded_channel();
+    let stream = tokio_stream_from(rx);
+    let task = tokio::spawn(baseline::run(ctx.clone(), stream).for_each(|_| async {}));
+    Implementation::Baseline { ctx, trigger, task }
+}
+
+fn tokio_stream_from(mut rx: tokio::sync::mpsc::UnboundedReceiver<()>) -> impl futures::Stream<Item = ()> + Send + Sync {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+async fn measure(env: &TestEnv, ready: &ReadyTimes, implementation: &Implementation, label: &str, latency: usize, objects: usize) -> Results {
+    let mut results = Results::default();
+
+    // Latency: one object at a time.
+    let mut latencies = Vec::with_capacity(latency);
+    for i in 0..latency {
+        let name = format!("{label}-lat-{i}");
+        let started = Instant::now();
+        create(env, &name, label).await;
+        let done = ready.wait(std::slice::from_ref(&name)).await;
+        latencies.push(done.saturating_duration_since(started));
+    }
+    latencies.sort();
+    results.p50 = percentile(&latencies, 50.0);
+    results.p99 = percentile(&latencies, 99.0);
+
+    // Throughput and writes: many objects at once.
+    let names: Vec<String> = (0..objects).map(|i| format!("{label}-burst-{i}")).collect();
+    let before = snapshot(env);
+    let started = Instant::now();
+    futures::stream::iter(names.iter())
+        .for_each_concurrent(32, |name| create(env, name, label))
+        .await;
+    let done = ready.wait(&names).await;
+    results.throughput = objects as f64 / done.duration_since(started).as_secs_f64();
+    let calls = diff(&before, &snapshot(env));
+    results.writes_per_object = provider_writes(&calls) as f64 / objects as f64;
+
+    // No-op: reconcile every object once more.
+    let total = (latency + objects) as u64;
+    let before_calls = snapshot(env);
+    let before = implementation.reconciles();
+    implementation.reconcile_all();
+    let deadline = Instant::now() + TIMEOUT;
+    while implementation.reconciles() < before + total {
+        assert!(Instant::now() < deadline, "the no-op reconciles did not finish");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let reconciled = implementation.reconciles() - before;
+    let (reads, writes) = reads_and_writes(&diff(&before_calls, &snapshot(env)));
+    results.noop_reads = reads as f64 / reconciled as f64;
+    results.noop_writes = writes as f64 / reconciled as f64;
+    results
+}
+
+fn control_planes(label: &str, latency: usize, objects: usize) -> Vec<ControlPlaneRef> {
+    (0..latency)
+        .map(|i| format!("{label}-lat-{i}"))
+        .chain((0..objects).map(|i| format!("{label}-burst-{i}")))
+        .map(|n| ControlPlaneRef::new(NAMESPACE, n))
+        .collect()
+}
+
+async fn env_with(cps: &[ControlPlaneRef]) -> TestEnv {
+    let env = TestEnv::builder()
+        .provider::<Bench>()
+        .provider_name(PROVIDER)
+        .provider_config(json!({ "pollInterval": "1h" }))
+        .timeout(TIMEOUT)
+        .start()
+        .await
+        .expect("the simulated platform starts");
+    env.create_control_planes(cps, 64).await.expect("ControlPlanes");
+    env.wait_control_planes_ready(cps, TIMEOUT).await.expect("ControlPlanes Ready");
+    env
+}
+
+fn rss_of(pid: u32) -> Option<(f64, f64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map(|kb| kb / 1024.0)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// The provider as its own process, to measure its memory alone.
+async fn memory(objects: usize) -> (Option<(f64, f64)>, Option<(f64, f64)>) {
+    let cps: Vec<ControlPlaneRef> = (0..objects).map(|i| ControlPlaneRef::new(NAMESPACE, format!("mem-{i}"))).collect();
+    let started = Instant::now();
+    let env = env_with(&cps).await;
+    eprintln!("memory: {objects} ControlPlanes ready in {:.1?}", started.elapsed());
+    let dir = std::env::temp_dir().join(format!("sp-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let platform = dir.join("provider.kubeconfig");
+    std::fs::write(&platform, env.provider().unwrap().platform_kubeconfig()).unwrap();
+    let admin_platform = dir.join("platform.kubeconfig");
+    std::fs::write(&admin_platform, env.platform().kubeconfig()).unwrap();
+    let onboarding = dir.join("onboarding.kubeconfig");
+    std::fs::write(&onboarding, env.onboarding().kubeconfig()).unwrap();
+    let ready = ReadyTimes::default();
+    let _watch = ready.watch(env.onboarding().client());
+    let names: Vec<String> = cps.iter().map(|c| c.name.clone()).collect();
+
+    let spawn = |role: &str| {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .env("SP_BENCH_CHILD", role)
+            .env("SP_BENCH_PLATFORM", if role == "ours" { &platform } else { &admin_platform })
+            .env("SP_BENCH_ONBOARDING", &onboarding)
+            .env("POD_NAMESPACE", env.pod_namespace())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("child")
+    };
+
+    let mut ours = spawn("ours");
+    let started = Instant::now();
+    futures::stream::iter(names.iter()).for_each_concurrent(64, |n| create(&env, n, "ours")).await;
+    ready.wait(&names).await;
+    eprintln!("memory: {objects} objects Ready with this runtime in {:.1?}", started.elapsed());
+    let ours_rss = rss_of(ours.id());
+    let _ = ours.kill();
+    let _ = ours.wait();
+
+    // The same objects, handed to the hand-written controller.
+    let api: Api<Bench> = Api::namespaced(env.onboarding().client(), NAMESPACE);
+    ready.times.lock().unwrap().clear();
+    let mut baseline = spawn("baseline");
+    let started = Instant::now();
+    futures::stream::iter(names.iter())
+        .for_each_concurrent(64, |n| {
+            let api = api.clone();
+            async move {
+                let patch = json!({ "metadata": { "labels": { "bench": "base" } }, "spec": { "value": "baseline" } });
+                api.patch(n, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("relabel");
+            }
+        })
+        .await;
+    ready.wait(&names).await;
+    eprintln!("memory: {objects} objects Ready with the hand-written controller in {:.1?}", started.elapsed());
+    let baseline_rss = rss_of(baseline.id());
+    let _ = baseline.kill();
+    let _ = baseline.wait();
+    env.stop();
+    (ours_rss, baseline_rss)
+}
+
+async fn child(role: String) {
+    let read = |var: &str| std::fs::read(std::env::var(var).expect(var)).expect(var);
+    let factory = service_provider::access::clients::ClientFactory::new();
+    let platform = factory.client(&read("SP_BENCH_PLATFORM")).await.expect("platform");
+    if role == "ours" {
+        let mut options = RunOptions::new(PROVIDER, std::env::var("POD_NAMESPACE").unwrap());
+        options.concurrency = CONCURRENCY;
+        let mut runtime = Runtime::<Bench>::start(platform, options).await.unwrap();
+        runtime.start_standard().await.unwrap();
+        runtime.run_until(futures::future::pending()).await;
+    } else {
+        let onboarding = factory.client(&read("SP_BENCH_ONBOARDING")).await.expect("onboarding");
+        let ctx = Arc::new(baseline::Ctx { onboarding, platform, reconciles: AtomicU64::new(0) });
+        baseline::run(ctx, futures::stream::pending()).for_each(|_| async {}).await;
+    }
+}
+
+fn arg(args: &[String], name: &str, default: usize) -> usize {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    if let Ok(role) = std::env::var("SP_BENCH_CHILD") {
+        runtime.block_on(child(role));
+        return;
+    }
+    let args: Vec<String> = std::env::args().collect();
+    // `cargo bench` passes `--bench`; anything else is ours.
+    let objects = arg(&args, "--objects", 1000);
+    let latency = arg(&args, "--latency", 200);
+    let memory_objects = arg(&args, "--memory", 10_000);
+    runtime.block_on(async move {
+        let mut cps = control_planes("ours", latency, objects);
+        cps.extend(control_planes("base", latency, objects));
+        let started = Instant::now();
+        let env = env_with(&cps).await;
+        eprintln!("{} ControlPlanes ready in {:.1?}", cps.len(), started.elapsed());
+        let ready = ReadyTimes::default();
+        let _watch = ready.watch(env.onboarding().client());
+
+        let ours = start_runtime(&env).await;
+        let mut ours_results = measure(&env, &ready, &ours, "ours", latency, objects).await;
+        ours.stop().await;
+        let baseline = start_baseline(&env);
+        let mut base_results = measure(&env, &ready, &baseline, "base", latency, objects).await;
+        baseline.stop().await;
+        env.stop();
+        drop(env);
+
+        if memory_objects > 0 {
+            let (ours_rss, base_rss) = memory(memory_objects).await;
+            ours_results.rss_mib = ours_rss;
+            base_results.rss_mib = base_rss;
+        }
+
+        println!("\nstandard mode, {objects} objects (throughput, writes), {latency} objects (latency), {memory_objects} objects (memory)");
+        println!("{:<44} {:>16} {:>16}", "", "service-provider", "kube-runtime");
+        let row = |what: &str, a: String, b: String| println!("{what:<44} {a:>16} {b:>16}");
+        row("objects to Ready per second", format!("{:.0}", ours_results.throughput), format!("{:.0}", base_results.throughput));
+        row("API writes per object, create to Ready", format!("{:.2}", ours_results.writes_per_object), format!("{:.2}", base_results.writes_per_object));
+        row("create to Ready p50", format!("{:.1?}", ours_results.p50), format!("{:.1?}", base_results.p50));
+        row("create to Ready p99", format!("{:.1?}", ours_results.p99), format!("{:.1?}", base_results.p99));
+        row("no-op reconcile: reads per reconcile", format!("{:.2}", ours_results.noop_reads), format!("{:.2}", base_results.noop_reads));
+        row("no-op reconcile: writes per reconcile", format!("{:.2}", ours_results.noop_writes), format!("{:.2}", base_results.noop_writes));
+        let mem = |r: &Results| r.rss_mib.map_or("-".to_owned(), |(rss, _)| format!("{rss:.1} MiB"));
+        let peak = |r: &Results| r.rss_mib.map_or("-".to_owned(), |(_, hwm)| format!("{hwm:.1} MiB"));
+        row("resident memory, all Ready", mem(&ours_results), mem(&base_results));
+        row("peak resident memory", peak(&ours_results), peak(&base_results));
+    });
+}

@@ -1,0 +1,252 @@
+//! `dev`: the provider against an embedded control plane with a simulated openMCP platform, one
+//! ControlPlane and one Service API object, with kubeconfigs for every cluster written for
+//! kubectl. What `cargo run --example velero` does on a machine with no cluster configured.
+//!
+//! The platform comes from [`crate::dev::TestEnv`] (the same one the tests and benchmarks use);
+//! the provider runs in this process with the platform identity `init` would have given it (its
+//! generated ClusterRole only), so what works here works under the same RBAC in a real platform.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
+use kube::api::{ApiResource, DynamicObject, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, CustomResourceExt};
+use serde_json::{Value, json};
+
+use crate::access::clients::ClientFactory;
+use crate::dev::TestEnv;
+use crate::ops::shutdown_signal;
+use crate::provider::{Reconcile, ServiceProvider};
+use crate::runner::{RunOptions, Runtime};
+use crate::status::ServiceStatus;
+
+/// The namespace of the sample ControlPlane (openMCP's `project-<p>--ws-<w>` convention).
+pub const DEV_NAMESPACE: &str = "project-dev--ws-dev";
+/// The name of the sample ControlPlane and Service API object.
+pub const DEV_NAME: &str = "dev";
+
+/// What the sample objects look like; generated from the CRDs when the author gives none.
+#[derive(Clone, Debug, Default)]
+pub struct DevSamples {
+    /// `spec` of the ProviderConfig.
+    pub provider_config: Option<Value>,
+    /// `spec` of the sample Service API object.
+    pub object: Option<Value>,
+}
+
+/// How `dev` runs.
+#[derive(Clone, Debug)]
+pub struct DevOptions {
+    /// `--provider-name`.
+    pub provider_name: String,
+    /// Where to write the kubeconfigs; `<tmp>/<provider>-dev` when absent.
+    pub kubeconfig_dir: Option<PathBuf>,
+    /// `/metrics` address.
+    pub metrics_addr: Option<SocketAddr>,
+    /// `/healthz`, `/readyz` address.
+    pub health_addr: Option<SocketAddr>,
+    /// The sample objects.
+    pub samples: DevSamples,
+}
+
+/// Runs `dev` until Ctrl-C or SIGTERM.
+pub async fn run<P: Reconcile>(options: DevOptions) -> Result<(), String> {
+    let info = P::INFO;
+    let object_spec = options
+        .samples
+        .object
+        .clone()
+        .unwrap_or_else(|| spec_sample(&<P as CustomResourceExt>::crd().spec.versions));
+    let config_spec = options.samples.provider_config.clone().unwrap_or_else(|| {
+        let mut spec = spec_sample(&<P::ProviderConfig as CustomResourceExt>::crd().spec.versions);
+        if let (Some(version), Some(map)) = (object_spec.get("version"), spec.as_object_mut()) {
+            map.insert("versions".into(), json!([{ "version": version }]));
+        }
+        spec
+    });
+
+    println!(
+        "dev: starting an embedded control plane with a simulated openMCP platform for {}",
+        info.kind
+    );
+    let env = TestEnv::builder()
+        .provider::<P>()
+        .provider_name(&options.provider_name)
+        .provider_config(config_spec)
+        .control_plane(DEV_NAMESPACE, DEV_NAME)
+        .start()
+        .await
+        .map_err(|e| format!("dev: {e}"))?;
+    let provider = env
+        .provider()
+        .ok_or_else(|| "dev: the simulated platform did not install the provider".to_owned())?;
+    let platform = ClientFactory::new()
+        .client(provider.platform_kubeconfig().as_bytes())
+        .await
+        .map_err(|e| format!("dev: the provider's platform kubeconfig: {e}"))?;
+
+    let mut run_options = RunOptions::new(&options.provider_name, env.pod_namespace());
+    run_options.metrics_addr = options.metrics_addr;
+    run_options.health_addr = options.health_addr;
+    let mut runtime = Runtime::<P>::start(platform, run_options)
+        .await
+        .map_err(|e| format!("dev: {e}"))?;
+    runtime
+        .start_standard()
+        .await
+        .map_err(|e| format!("dev: {e}"))?;
+    println!(
+        "dev: provider {} is running (platform identity: its generated ClusterRole only)",
+        options.provider_name
+    );
+
+    let resource = ApiResource::erase::<P>(&());
+    let objects: Api<DynamicObject> =
+        Api::namespaced_with(env.onboarding().client(), DEV_NAMESPACE, &resource);
+    let mut object = DynamicObject::new(DEV_NAME, &resource).within(DEV_NAMESPACE);
+    object.data = json!({ "spec": object_spec });
+    match objects.create(&PostParams::default(), &object).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => return Err(format!("dev: creating the sample {}: {e}", info.kind)),
+    }
+    println!(
+        "dev: created {} {DEV_NAMESPACE}/{DEV_NAME} for ControlPlane {DEV_NAMESPACE}/{DEV_NAME}",
+        info.kind
+    );
+    follow::<P>(&env, Duration::from_secs(120)).await;
+
+    let dir = options.kubeconfig_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("{}-dev", options.provider_name))
+    });
+    let written = env
+        .write_kubeconfigs(&dir)
+        .map_err(|e| format!("dev: {e}"))?;
+    println!("dev: kubeconfigs written to {}", dir.display());
+    for path in &written {
+        println!("  {}", path.display());
+    }
+    println!(
+        "\ntry:\n  kubectl --kubeconfig {} get {} -A\n  kubectl --kubeconfig {} get accessrequests -A\n\nserving until Ctrl-C",
+        dir.join("onboarding.kubeconfig").display(),
+        info.plural,
+        dir.join("platform.kubeconfig").display(),
+    );
+    runtime.run_until(shutdown_signal()).await;
+    env.stop();
+    println!("dev: stopped");
+    Ok(())
+}
+
+/// Prints the sample object's phase and `Ready` condition as they change, until it is Ready or
+/// `timeout` passes.
+async fn follow<P: ServiceProvider>(env: &TestEnv, timeout: Duration) {
+    let api: Api<P> = Api::namespaced(env.onboarding().client(), DEV_NAMESPACE);
+    let config = watcher::Config::default().fields(&format!("metadata.name={DEV_NAME}"));
+    let stream = watcher(api, config).applied_objects().default_backoff();
+    let follow = async {
+        let mut stream = std::pin::pin!(stream);
+        let mut last = String::new();
+        while let Some(Ok(object)) = stream.next().await {
+            let Some(status) = object.status() else { continue };
+            let line = describe(status);
+            if line != last {
+                println!("dev: {} {DEV_NAME}: {line}", P::INFO.kind);
+                last = line;
+            }
+            if status.phase == Some(crate::status::Phase::Ready) {
+                return;
+            }
+        }
+    };
+    if tokio::time::timeout(timeout, follow).await.is_err() {
+        println!("dev: not Ready after {timeout:?}; it keeps reconciling, look at its status with kubectl");
+    }
+}
+
+fn describe<X>(status: &ServiceStatus<X>) -> String {
+    let phase = status.phase.map(|p| p.as_str()).unwrap_or("-");
+    match status.condition("Ready") {
+        Some(c) => format!("{phase} (Ready={} {}: {})", c.status, c.reason, c.message),
+        None => phase.to_owned(),
+    }
+}
+
+/// A `spec` that satisfies the schema of the first version: required fields only, each with its
+/// default, or the first enum value, or a placeholder of its type.
+fn spec_sample(
+    versions: &[k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion],
+) -> Value {
+    versions
+        .first()
+        .and_then(|v| v.schema.as_ref())
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+        .and_then(|s| s.properties.as_ref())
+        .and_then(|p| p.get("spec"))
+        .map(sample)
+        .unwrap_or_else(|| json!({}))
+}
+
+fn sample(schema: &JSONSchemaProps) -> Value {
+    if let Some(default) = &schema.default {
+        return default.0.clone();
+    }
+    if let Some(first) = schema.enum_.as_ref().and_then(|e| e.first()) {
+        return first.0.clone();
+    }
+    match schema.type_.as_deref() {
+        Some("object") | None => {
+            let mut out = serde_json::Map::new();
+            if let Some(properties) = &schema.properties {
+                for name in schema.required.iter().flatten() {
+                    if let Some(property) = properties.get(name) {
+                        out.insert(name.clone(), sample(property));
+                    }
+                }
+            }
+            Value::Object(out)
+        }
+        Some("string") => json!("dev"),
+        Some("integer") => json!(schema.minimum.map_or(1, |m| m.max(1.0) as i64)),
+        Some("number") => json!(schema.minimum.unwrap_or(1.0).max(1.0)),
+        Some("boolean") => json!(false),
+        Some("array") => match (schema.min_items, &schema.items) {
+            (
+                Some(n),
+                Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrArray::Schema(item)),
+            ) if n > 0 => json!([sample(item)]),
+            _ => json!([]),
+        },
+        Some(_) => Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_fill_required_fields_only() {
+        let schema: JSONSchemaProps = serde_json::from_value(json!({
+            "type": "object",
+            "required": ["version", "mode", "replicas", "plugins"],
+            "properties": {
+                "version": {"type": "string"},
+                "mode": {"type": "string", "enum": ["fast", "slow"]},
+                "replicas": {"type": "integer", "minimum": 2},
+                "plugins": {"type": "array", "minItems": 1, "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}},
+                "optional": {"type": "string"},
+                "pollInterval": {"type": "string", "default": "1m"}
+            }
+        }))
+        .unwrap();
+        assert_eq!(
+            sample(&schema),
+            json!({"version": "dev", "mode": "fast", "replicas": 2, "plugins": [{"name": "dev"}]})
+        );
+    }
+}

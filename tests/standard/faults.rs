@@ -1,0 +1,186 @@
+//! Failure: 100 objects under injected API faults (5xx, dropped watches, a restart) all become
+//! Ready and leave nothing behind when deleted; a panicking reconcile is reported in its object's
+//! status while the others proceed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
+use serde_json::json;
+use service_provider::dev::{ControlPlaneRef, TestEnv};
+use service_provider::kube::Api;
+use service_provider::kube::api::{DeleteParams, ListParams};
+use service_provider::openmcp::{AccessRequest, ClusterRequest};
+use service_provider_apiserver::FaultRule;
+
+use crate::common::{self, TIMEOUT};
+use crate::flaky::Flaky;
+use crate::velero::Velero;
+
+const NAMESPACE: &str = "project-faults--ws-a";
+const OBJECTS: usize = 100;
+
+/// Faults on every cluster: platform, onboarding, and the shard(s) hosting MCP and workload
+/// clusters (logical clusters of one shard share its faults: each shard gets one rule).
+fn faults_on(env: &TestEnv, on: bool) {
+    let clusters = [env.platform().clone(), env.onboarding().clone()]
+        .into_iter()
+        .chain(env.mcp(&env.control_planes()[0]))
+        .chain(env.workload_clusters());
+    let mut seen: Vec<Arc<service_provider_apiserver::Shard>> = Vec::new();
+    for cluster in clusters {
+        if seen.iter().any(|s| Arc::ptr_eq(s, cluster.shard())) {
+            continue;
+        }
+        seen.push(cluster.shard().clone());
+        if on {
+            cluster.faults().inject(FaultRule::new(500).rate(0.1));
+        } else {
+            cluster.faults().clear();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
+    let names: Vec<String> = (0..OBJECTS).map(|i| format!("tenant-{i:03}")).collect();
+    let cps: Vec<(&str, &str)> = names.iter().map(|n| (NAMESPACE, n.as_str())).collect();
+    let mut config = common::velero_config();
+    config["pollInterval"] = json!("10m");
+    let env = common::env::<Velero>(config, &cps).await;
+    let runtime = common::start::<Velero>(&env, |_| {}).await;
+
+    faults_on(&env, true);
+    // Watches dropped every 2 s for the whole run.
+    let dropping = Arc::new(AtomicBool::new(true));
+    let dropper = tokio::spawn({
+        let (platform, onboarding) = (env.platform().clone(), env.onboarding().clone());
+        let dropping = dropping.clone();
+        async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(2));
+            while dropping.load(Ordering::Acquire) {
+                tick.tick().await;
+                for c in [&platform, &onboarding] {
+                    if let Some(c) = c.dedicated_cluster() {
+                        c.drop_watches();
+                    }
+                }
+            }
+        }
+    });
+
+    futures::stream::iter(names.iter())
+        .for_each_concurrent(8, |name| {
+            let env = &env;
+            async move {
+                let cp = ControlPlaneRef::new(NAMESPACE, name);
+                common::eventually("creating an object under faults", TIMEOUT, || async {
+                    let created = tokio::spawn({
+                        let api = common::objects::<Velero>(env, &cp);
+                        let obj: Velero = serde_json::from_value(json!({
+                            "apiVersion": "velero.services.open-control-plane.io/v1alpha1",
+                            "kind": "Velero",
+                            "metadata": { "name": cp.name, "namespace": cp.namespace },
+                            "spec": { "version": "1.15.0" },
+                        }))
+                        .unwrap();
+                        async move { api.create(&Default::default(), &obj).await }
+                    })
+                    .await
+                    .unwrap();
+                    match created {
+                        Ok(_) => Some(()),
+                        Err(service_provider::kube::Error::Api(s)) if s.code == 409 => Some(()),
+                        Err(_) => None,
+                    }
+                })
+                .await;
+            }
+        })
+        .await;
+
+    // One restart of the onboarding cluster half-way.
+    env.onboarding().dedicated_cluster().expect("dedicated").restart().await.unwrap();
+
+    let veleros: Api<Velero> = Api::namespaced(env.onboarding().client(), NAMESPACE);
+    let all_ready = common::eventually("100 objects to become Ready under faults", Duration::from_secs(240), || {
+        let veleros = veleros.clone();
+        async move {
+            let list = veleros.list(&ListParams::default()).await.ok()?;
+            let ready = list.items.iter().filter(|o| common::ready(Some(*o))).count();
+            (ready == OBJECTS).then_some(ready)
+        }
+    })
+    .await;
+    assert_eq!(all_ready, OBJECTS);
+
+    // Delete everything, still under faults.
+    common::eventually("deleting every object", TIMEOUT, || {
+        let veleros = veleros.clone();
+        async move { veleros.delete_collection(&DeleteParams::default(), &ListParams::default()).await.ok().map(|_| ()) }
+    })
+    .await;
+    common::eventually("every object to be gone", Duration::from_secs(240), || {
+        let veleros = veleros.clone();
+        async move { veleros.list(&ListParams::default()).await.ok().filter(|l| l.items.is_empty()).map(|_| ()) }
+    })
+    .await;
+    dropping.store(false, Ordering::Release);
+    let _ = dropper.await;
+    faults_on(&env, false);
+
+    // Nothing left behind: no access requests of the provider, no worker namespaces.
+    let selector = ListParams::default().labels("openmcp.cloud/managed-by=velero");
+    let ars: Api<AccessRequest> = Api::all(env.platform().client());
+    let crs: Api<ClusterRequest> = Api::all(env.platform().client());
+    common::eventually("every access request to be gone", TIMEOUT, || {
+        let (ars, crs, selector) = (ars.clone(), crs.clone(), selector.clone());
+        async move {
+            let left = ars.list(&selector).await.ok()?.items.len() + crs.list(&selector).await.ok()?.items.len();
+            (left == 0).then_some(())
+        }
+    })
+    .await;
+    for workload in env.workload_clusters() {
+        let namespaces: Api<Namespace> = Api::all(workload.client());
+        common::eventually("every worker namespace to be gone", TIMEOUT, || {
+            let namespaces = namespaces.clone();
+            async move {
+                let list = namespaces.list(&ListParams::default()).await.ok()?;
+                (!list.items.iter().any(|n| n.metadata.name.as_deref().is_some_and(|n| n.starts_with("velero-")))).then_some(())
+            }
+        })
+        .await;
+    }
+    common::stop(runtime).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_fails_one_reconcile_not_the_process() {
+    let names = ["calm-1", "panics", "calm-2"];
+    let cps: Vec<(&str, &str)> = names.iter().map(|n| (NAMESPACE, *n)).collect();
+    let env = common::env::<Flaky>(json!({}), &cps).await;
+    let runtime = common::start::<Flaky>(&env, |_| {}).await;
+    for name in names {
+        common::create::<Flaky>(&env, &ControlPlaneRef::new(NAMESPACE, name), json!({ "panic": name == "panics" })).await;
+    }
+    let flakies: Api<Flaky> = Api::namespaced(env.onboarding().client(), NAMESPACE);
+    let panicked = common::wait(&flakies, "panics", |o: Option<&Flaky>| {
+        o.and_then(|o| o.status.as_ref()).and_then(|s| s.condition("Ready")).is_some_and(|c| c.reason == "ReconcilePanicked")
+    })
+    .await
+    .unwrap();
+    let message = panicked.status.unwrap().condition("Ready").unwrap().message.clone();
+    assert!(message.contains("create_or_update panicked") && message.contains("was told to panic"), "{message}");
+    for name in ["calm-1", "calm-2"] {
+        common::wait(&flakies, name, common::ready::<Flaky>).await;
+    }
+    // Still alive: a new object is served.
+    let cp = ControlPlaneRef::new(NAMESPACE, "late");
+    env.create_control_plane(&cp.namespace, &cp.name).await.unwrap();
+    common::create::<Flaky>(&env, &cp, json!({})).await;
+    common::wait(&flakies, "late", common::ready::<Flaky>).await;
+    common::stop(runtime).await;
+}

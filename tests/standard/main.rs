@@ -1,0 +1,17 @@
+//! End-to-end tests of standard mode against the embedded control plane and the simulated
+//! openMCP platform. Every provider here runs under only its generated RBAC (the platform
+//! identity `TestEnv` gives it, onboarding access from its AccessRequest), and the tests check
+//! what end users and platform operators see: status, objects in the clusters, access objects.
+
+#[path = "../../examples/velero/main.rs"]
+#[allow(dead_code)]
+mod velero;
+
+mod common;
+mod config;
+mod faults;
+mod flaky;
+mod leader;
+mod lifecycle;
+mod metrics;
+mod process;
