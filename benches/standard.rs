@@ -35,7 +35,11 @@ use service_provider::runner::{RunOptions, Runtime};
 use tokio::sync::Notify;
 
 /// The benchmark's provider: a trivial reconcile that makes no API call.
-#[service_provider(group = "bench.services.open-control-plane.io", version = "v1alpha1", kind = "Bench")]
+#[service_provider(
+    group = "bench.services.open-control-plane.io",
+    version = "v1alpha1",
+    kind = "Bench"
+)]
 pub struct BenchSpec {
     /// Anything.
     #[serde(default)]
@@ -74,8 +78,12 @@ mod baseline {
     use service_provider::kube::runtime::reflector::ObjectRef;
     use service_provider::kube::runtime::watcher;
     use service_provider::kube::{Api, Client, ResourceExt};
-    use service_provider::openmcp::naming::{request_labels, stable_mcp_namespace, stable_request_name};
-    use service_provider::openmcp::{AccessRequest, AccessRequestSpec, ObjectReference, RoleRef, TokenConfig};
+    use service_provider::openmcp::naming::{
+        request_labels, stable_mcp_namespace, stable_request_name,
+    };
+    use service_provider::openmcp::{
+        AccessRequest, AccessRequestSpec, ObjectReference, RoleRef, TokenConfig,
+    };
 
     use super::Bench;
 
@@ -99,14 +107,20 @@ mod baseline {
         Other(String),
     }
 
-    pub fn run(ctx: Arc<Ctx>, reconcile_all: impl Stream<Item = ()> + Send + Sync + 'static) -> impl Stream<Item = ()> {
+    pub fn run(
+        ctx: Arc<Ctx>,
+        reconcile_all: impl Stream<Item = ()> + Send + Sync + 'static,
+    ) -> impl Stream<Item = ()> {
         use futures::StreamExt;
         let objects = Api::<Bench>::all(ctx.onboarding.clone());
         let requests = Api::<AccessRequest>::all(ctx.platform.clone());
         Controller::new(objects, watcher::Config::default().labels("bench=base"))
             .watches(
                 requests,
-                watcher::Config::default().labels(&format!("openmcp.cloud/managed-by={}", super::BASELINE_PROVIDER)),
+                watcher::Config::default().labels(&format!(
+                    "openmcp.cloud/managed-by={}",
+                    super::BASELINE_PROVIDER
+                )),
                 |ar: AccessRequest| {
                     let labels = ar.labels();
                     let owner = labels
@@ -118,7 +132,11 @@ mod baseline {
             )
             .with_config(Config::default().concurrency(super::CONCURRENCY as u16))
             .reconcile_all_on(reconcile_all)
-            .run(reconcile, |_, _, _| Action::requeue(Duration::from_millis(100)), ctx)
+            .run(
+                reconcile,
+                |_, _, _| Action::requeue(Duration::from_millis(100)),
+                ctx,
+            )
             .map(|result| {
                 if let Err(err) = result {
                     tracing::debug!(error = %err, "baseline reconcile failed");
@@ -128,7 +146,10 @@ mod baseline {
 
     async fn reconcile(object: Arc<Bench>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         ctx.reconciles.fetch_add(1, Ordering::Relaxed);
-        let api = Api::<Bench>::namespaced(ctx.onboarding.clone(), &object.namespace().unwrap_or_default());
+        let api = Api::<Bench>::namespaced(
+            ctx.onboarding.clone(),
+            &object.namespace().unwrap_or_default(),
+        );
         finalizer(&api, FINALIZER, object, |event| async {
             match event {
                 Event::Apply(object) => apply(&object, &ctx).await,
@@ -148,12 +169,23 @@ mod baseline {
             let ar = AccessRequest {
                 metadata: ObjectMeta {
                     name: Some(request.clone()),
-                    labels: Some(request_labels(super::BASELINE_PROVIDER, &namespace, &name, "mcp")),
+                    labels: Some(request_labels(
+                        super::BASELINE_PROVIDER,
+                        &namespace,
+                        &name,
+                        "mcp",
+                    )),
                     ..Default::default()
                 },
                 spec: AccessRequestSpec {
-                    request_ref: Some(ObjectReference { name: name.clone(), namespace: platform_ns.clone() }),
-                    token: Some(TokenConfig { permissions: vec![], role_refs: vec![RoleRef::cluster_role("cluster-admin")] }),
+                    request_ref: Some(ObjectReference {
+                        name: name.clone(),
+                        namespace: platform_ns.clone(),
+                    }),
+                    token: Some(TokenConfig {
+                        permissions: vec![],
+                        role_refs: vec![RoleRef::cluster_role("cluster-admin")],
+                    }),
                     ..Default::default()
                 },
                 status: None,
@@ -171,13 +203,19 @@ mod baseline {
             .and_then(|s| s.secret_ref.as_ref())
             .map(|s| s.name.clone())
             .ok_or_else(|| Error::Other("granted without a Secret".into()))?;
-        let secret = Api::<Secret>::namespaced(ctx.platform.clone(), &platform_ns).get(&secret_name).await?;
+        let secret = Api::<Secret>::namespaced(ctx.platform.clone(), &platform_ns)
+            .get(&secret_name)
+            .await?;
         let kubeconfig = secret
             .data
             .and_then(|mut d| d.remove("kubeconfig"))
             .ok_or_else(|| Error::Other("no kubeconfig".into()))?;
         let text = String::from_utf8(kubeconfig.0).map_err(|e| Error::Other(e.to_string()))?;
-        let config = service_provider::kube::Config::from_custom_kubeconfig(Kubeconfig::from_yaml(&text)?, &KubeConfigOptions::default()).await?;
+        let config = service_provider::kube::Config::from_custom_kubeconfig(
+            Kubeconfig::from_yaml(&text)?,
+            &KubeConfigOptions::default(),
+        )
+        .await?;
         // The tenant client the provider's trivial reconcile would use.
         let _tenant = Client::try_from(config)?;
 
@@ -196,7 +234,8 @@ mod baseline {
                 }],
             }});
             let api = Api::<Bench>::namespaced(ctx.onboarding.clone(), &namespace);
-            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status)).await?;
+            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+                .await?;
         }
         Ok(Action::requeue(Duration::from_secs(3600)))
     }
@@ -224,7 +263,11 @@ impl ReadyTimes {
                 });
                 if ready {
                     let now = Instant::now();
-                    this.times.lock().unwrap().entry(object.name_any()).or_insert(now);
+                    this.times
+                        .lock()
+                        .unwrap()
+                        .entry(object.name_any())
+                        .or_insert(now);
                     this.changed.notify_waiters();
                 }
             }
@@ -239,12 +282,18 @@ impl ReadyTimes {
             notified.as_mut().enable();
             let latest = {
                 let times = self.times.lock().unwrap();
-                names.iter().map(|n| times.get(n).copied()).collect::<Option<Vec<_>>>()
+                names
+                    .iter()
+                    .map(|n| times.get(n).copied())
+                    .collect::<Option<Vec<_>>>()
             };
             if let Some(latest) = latest {
                 return latest.into_iter().max().unwrap_or_else(Instant::now);
             }
-            assert!(Instant::now() < deadline, "objects did not become Ready in time");
+            assert!(
+                Instant::now() < deadline,
+                "objects did not become Ready in time"
+            );
             let _ = tokio::time::timeout(Duration::from_secs(1), notified).await;
         }
     }
@@ -252,11 +301,14 @@ impl ReadyTimes {
 
 async fn create(env: &TestEnv, name: &str, label: &str) {
     let resource = ApiResource::erase::<Bench>(&());
-    let api: Api<DynamicObject> = Api::namespaced_with(env.onboarding().client(), NAMESPACE, &resource);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(env.onboarding().client(), NAMESPACE, &resource);
     let mut object = DynamicObject::new(name, &resource).within(NAMESPACE);
     object.metadata.labels = Some([("bench".to_owned(), label.to_owned())].into());
     object.data = json!({ "spec": { "value": name } });
-    api.create(&PostParams::default(), &object).await.expect("create");
+    api.create(&PostParams::default(), &object)
+        .await
+        .expect("create");
 }
 
 /// Requests the servers counted, by (verb, resource), over the platform, onboarding and tenant
@@ -279,7 +331,10 @@ fn snapshot(env: &TestEnv) -> HashMap<(String, String), u64> {
     out
 }
 
-fn diff(before: &HashMap<(String, String), u64>, after: &HashMap<(String, String), u64>) -> HashMap<(String, String), u64> {
+fn diff(
+    before: &HashMap<(String, String), u64>,
+    after: &HashMap<(String, String), u64>,
+) -> HashMap<(String, String), u64> {
     after
         .iter()
         .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
@@ -294,7 +349,8 @@ fn provider_writes(calls: &HashMap<(String, String), u64>) -> u64 {
         .iter()
         .filter(|((verb, resource), _)| match verb.as_str() {
             "patch" | "update" => resource == "benches" || resource == "benches/status",
-            "create" => ["events", "accessrequests", "clusterrequests", "namespaces"].contains(&resource.as_str()),
+            "create" => ["events", "accessrequests", "clusterrequests", "namespaces"]
+                .contains(&resource.as_str()),
             _ => false,
         })
         .map(|(_, n)| n)
@@ -302,7 +358,11 @@ fn provider_writes(calls: &HashMap<(String, String), u64>) -> u64 {
 }
 
 fn reads_and_writes(calls: &HashMap<(String, String), u64>) -> (u64, u64) {
-    let reads = calls.iter().filter(|((v, _), _)| v == "get" || v == "list").map(|(_, n)| n).sum();
+    let reads = calls
+        .iter()
+        .filter(|((v, _), _)| v == "get" || v == "list")
+        .map(|(_, n)| n)
+        .sum();
     let writes = calls
         .iter()
         .filter(|((v, _), _)| ["create", "update", "patch", "delete"].contains(&v.as_str()))
@@ -332,7 +392,7 @@ struct Results {
 
 /// What differs between the two implementations: how to start them and how to reconcile all.
 enum Implementation {
-    Runtime(Runtime<Bench>),
+    Runtime(Box<Runtime<Bench>>),
     Baseline {
         ctx: Arc<baseline::Ctx>,
         trigger: tokio::sync::mpsc::UnboundedSender<()>,
@@ -347,7 +407,10 @@ impl Implementation {
                 use service_provider::ops::metrics::ReconcileResult as R;
                 [R::ready, R::waiting, R::progressing, R::error, R::skipped]
                     .into_iter()
-                    .map(|r| rt.metrics().reconcile_count(service_provider::Mode::Standard, r))
+                    .map(|r| {
+                        rt.metrics()
+                            .reconcile_count(service_provider::Mode::Standard, r)
+                    })
                     .sum()
             }
             Implementation::Baseline { ctx, .. } => ctx.reconciles.load(Ordering::Relaxed),
@@ -384,7 +447,7 @@ async fn start_runtime(env: &TestEnv) -> Implementation {
     options.concurrency = CONCURRENCY;
     let mut runtime = Runtime::<Bench>::start(platform, options).await.unwrap();
     runtime.start_standard().await.unwrap();
-    Implementation::Runtime(runtime)
+    Implementation::Runtime(Box::new(runtime))
 }
 
 fn start_baseline(env: &TestEnv) -> Implementation {
@@ -399,11 +462,20 @@ fn start_baseline(env: &TestEnv) -> Implementation {
     Implementation::Baseline { ctx, trigger, task }
 }
 
-fn tokio_stream_from(mut rx: tokio::sync::mpsc::UnboundedReceiver<()>) -> impl futures::Stream<Item = ()> + Send + Sync {
+fn tokio_stream_from(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<()>,
+) -> impl futures::Stream<Item = ()> + Send + Sync {
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
-async fn measure(env: &TestEnv, ready: &ReadyTimes, implementation: &Implementation, label: &str, latency: usize, objects: usize) -> Results {
+async fn measure(
+    env: &TestEnv,
+    ready: &ReadyTimes,
+    implementation: &Implementation,
+    label: &str,
+    latency: usize,
+    objects: usize,
+) -> Results {
     let mut results = Results::default();
 
     // Latency: one object at a time.
@@ -438,7 +510,10 @@ async fn measure(env: &TestEnv, ready: &ReadyTimes, implementation: &Implementat
     implementation.reconcile_all();
     let deadline = Instant::now() + TIMEOUT;
     while implementation.reconciles() < before + total {
-        assert!(Instant::now() < deadline, "the no-op reconciles did not finish");
+        assert!(
+            Instant::now() < deadline,
+            "the no-op reconciles did not finish"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let reconciled = implementation.reconciles() - before;
@@ -465,8 +540,12 @@ async fn env_with(cps: &[ControlPlaneRef]) -> TestEnv {
         .start()
         .await
         .expect("the simulated platform starts");
-    env.create_control_planes(cps, 64).await.expect("ControlPlanes");
-    env.wait_control_planes_ready(cps, TIMEOUT).await.expect("ControlPlanes Ready");
+    env.create_control_planes(cps, 64)
+        .await
+        .expect("ControlPlanes");
+    env.wait_control_planes_ready(cps, TIMEOUT)
+        .await
+        .expect("ControlPlanes Ready");
     env
 }
 
@@ -484,10 +563,15 @@ fn rss_of(pid: u32) -> Option<(f64, f64)> {
 
 /// The provider as its own process, to measure its memory alone.
 async fn memory(objects: usize) -> (Option<(f64, f64)>, Option<(f64, f64)>) {
-    let cps: Vec<ControlPlaneRef> = (0..objects).map(|i| ControlPlaneRef::new(NAMESPACE, format!("mem-{i}"))).collect();
+    let cps: Vec<ControlPlaneRef> = (0..objects)
+        .map(|i| ControlPlaneRef::new(NAMESPACE, format!("mem-{i}")))
+        .collect();
     let started = Instant::now();
     let env = env_with(&cps).await;
-    eprintln!("memory: {objects} ControlPlanes ready in {:.1?}", started.elapsed());
+    eprintln!(
+        "memory: {objects} ControlPlanes ready in {:.1?}",
+        started.elapsed()
+    );
     let dir = std::env::temp_dir().join(format!("sp-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let platform = dir.join("provider.kubeconfig");
@@ -503,7 +587,14 @@ async fn memory(objects: usize) -> (Option<(f64, f64)>, Option<(f64, f64)>) {
     let spawn = |role: &str| {
         std::process::Command::new(std::env::current_exe().unwrap())
             .env("SP_BENCH_CHILD", role)
-            .env("SP_BENCH_PLATFORM", if role == "ours" { &platform } else { &admin_platform })
+            .env(
+                "SP_BENCH_PLATFORM",
+                if role == "ours" {
+                    &platform
+                } else {
+                    &admin_platform
+                },
+            )
             .env("SP_BENCH_ONBOARDING", &onboarding)
             .env("POD_NAMESPACE", env.pod_namespace())
             .stdout(std::process::Stdio::null())
@@ -513,9 +604,14 @@ async fn memory(objects: usize) -> (Option<(f64, f64)>, Option<(f64, f64)>) {
 
     let mut ours = spawn("ours");
     let started = Instant::now();
-    futures::stream::iter(names.iter()).for_each_concurrent(64, |n| create(&env, n, "ours")).await;
+    futures::stream::iter(names.iter())
+        .for_each_concurrent(64, |n| create(&env, n, "ours"))
+        .await;
     ready.wait(&names).await;
-    eprintln!("memory: {objects} objects Ready with this runtime in {:.1?}", started.elapsed());
+    eprintln!(
+        "memory: {objects} objects Ready with this runtime in {:.1?}",
+        started.elapsed()
+    );
     let ours_rss = rss_of(ours.id());
     let _ = ours.kill();
     let _ = ours.wait();
@@ -535,7 +631,10 @@ async fn memory(objects: usize) -> (Option<(f64, f64)>, Option<(f64, f64)>) {
         })
         .await;
     ready.wait(&names).await;
-    eprintln!("memory: {objects} objects Ready with the hand-written controller in {:.1?}", started.elapsed());
+    eprintln!(
+        "memory: {objects} objects Ready with the hand-written controller in {:.1?}",
+        started.elapsed()
+    );
     let baseline_rss = rss_of(baseline.id());
     let _ = baseline.kill();
     let _ = baseline.wait();
@@ -546,7 +645,10 @@ async fn memory(objects: usize) -> (Option<(f64, f64)>, Option<(f64, f64)>) {
 async fn child(role: String) {
     let read = |var: &str| std::fs::read(std::env::var(var).expect(var)).expect(var);
     let factory = service_provider::access::clients::ClientFactory::new();
-    let platform = factory.client(&read("SP_BENCH_PLATFORM")).await.expect("platform");
+    let platform = factory
+        .client(&read("SP_BENCH_PLATFORM"))
+        .await
+        .expect("platform");
     if role == "ours" {
         let mut options = RunOptions::new(PROVIDER, std::env::var("POD_NAMESPACE").unwrap());
         options.concurrency = CONCURRENCY;
@@ -554,9 +656,18 @@ async fn child(role: String) {
         runtime.start_standard().await.unwrap();
         runtime.run_until(futures::future::pending()).await;
     } else {
-        let onboarding = factory.client(&read("SP_BENCH_ONBOARDING")).await.expect("onboarding");
-        let ctx = Arc::new(baseline::Ctx { onboarding, platform, reconciles: AtomicU64::new(0) });
-        baseline::run(ctx, futures::stream::pending()).for_each(|_| async {}).await;
+        let onboarding = factory
+            .client(&read("SP_BENCH_ONBOARDING"))
+            .await
+            .expect("onboarding");
+        let ctx = Arc::new(baseline::Ctx {
+            onboarding,
+            platform,
+            reconciles: AtomicU64::new(0),
+        });
+        baseline::run(ctx, futures::stream::pending())
+            .for_each(|_| async {})
+            .await;
     }
 }
 
@@ -575,7 +686,10 @@ fn main() {
             .with_writer(std::io::stderr)
             .try_init();
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     if let Ok(role) = std::env::var("SP_BENCH_CHILD") {
         runtime.block_on(child(role));
         return;

@@ -217,7 +217,11 @@ impl<P: Reconcile> App<P> {
     /// What `dev` creates: the ProviderConfig's `spec` and the sample object's `spec`. Without
     /// them `dev` fills every required field from the CRDs' schemas (defaults, first enum
     /// values, placeholders) and offers the sample's `version`.
-    pub fn dev_samples(mut self, provider_config: serde_json::Value, object: serde_json::Value) -> Self {
+    pub fn dev_samples(
+        mut self,
+        provider_config: serde_json::Value,
+        object: serde_json::Value,
+    ) -> Self {
         self.dev_samples = (Some(provider_config), Some(object));
         self
     }

@@ -62,7 +62,11 @@ pub async fn run<P: Reconcile>(options: DevOptions) -> Result<(), String> {
         .clone()
         .unwrap_or_else(|| spec_sample(&<P as CustomResourceExt>::crd().spec.versions));
     let config_spec = options.samples.provider_config.clone().unwrap_or_else(|| {
-        let mut spec = spec_sample(&<P::ProviderConfig as CustomResourceExt>::crd().spec.versions);
+        let mut spec = spec_sample(
+            &<P::ProviderConfig as CustomResourceExt>::crd()
+                .spec
+                .versions,
+        );
         if let (Some(version), Some(map)) = (object_spec.get("version"), spec.as_object_mut()) {
             map.insert("versions".into(), json!([{ "version": version }]));
         }
@@ -120,9 +124,10 @@ pub async fn run<P: Reconcile>(options: DevOptions) -> Result<(), String> {
     );
     follow::<P>(&env, Duration::from_secs(120)).await;
 
-    let dir = options.kubeconfig_dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("{}-dev", options.provider_name))
-    });
+    let dir = options
+        .kubeconfig_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("{}-dev", options.provider_name)));
     let written = env
         .write_kubeconfigs(&dir)
         .map_err(|e| format!("dev: {e}"))?;
@@ -152,7 +157,9 @@ async fn follow<P: ServiceProvider>(env: &TestEnv, timeout: Duration) {
         let mut stream = std::pin::pin!(stream);
         let mut last = String::new();
         while let Some(Ok(object)) = stream.next().await {
-            let Some(status) = object.status() else { continue };
+            let Some(status) = object.status() else {
+                continue;
+            };
             let line = describe(status);
             if line != last {
                 println!("dev: {} {DEV_NAME}: {line}", P::INFO.kind);
@@ -164,7 +171,9 @@ async fn follow<P: ServiceProvider>(env: &TestEnv, timeout: Duration) {
         }
     };
     if tokio::time::timeout(timeout, follow).await.is_err() {
-        println!("dev: not Ready after {timeout:?}; it keeps reconciling, look at its status with kubectl");
+        println!(
+            "dev: not Ready after {timeout:?}; it keeps reconciling, look at its status with kubectl"
+        );
     }
 }
 

@@ -45,12 +45,18 @@ pub async fn env<P: ServiceProvider>(config: Value, control_planes: &[(&str, &st
     for (namespace, name) in control_planes {
         builder = builder.control_plane(*namespace, *name);
     }
-    builder.start().await.expect("the simulated platform starts")
+    builder
+        .start()
+        .await
+        .expect("the simulated platform starts")
 }
 
 /// The provider's platform client: its ServiceAccount, bound to the generated ClusterRole only.
 pub async fn provider_platform_client(env: &TestEnv) -> service_provider::kube::Client {
-    let kubeconfig = env.provider().expect("a provider is installed").platform_kubeconfig();
+    let kubeconfig = env
+        .provider()
+        .expect("a provider is installed")
+        .platform_kubeconfig();
     service_provider::access::clients::ClientFactory::new()
         .client(kubeconfig.as_bytes())
         .await
@@ -66,7 +72,10 @@ pub async fn start<P: Reconcile>(env: &TestEnv, tweak: impl FnOnce(&mut RunOptio
     let mut runtime = Runtime::<P>::start(provider_platform_client(env).await, options)
         .await
         .expect("the runtime starts");
-    runtime.start_standard().await.expect("standard mode starts");
+    runtime
+        .start_standard()
+        .await
+        .expect("standard mode starts");
     runtime
 }
 
@@ -105,7 +114,11 @@ pub fn ready<P: ServiceProvider>(object: Option<&P>) -> bool {
 }
 
 /// Waits until `object` satisfies `condition`, watching it; returns it.
-pub async fn wait<K>(api: &Api<K>, name: &str, condition: impl Fn(Option<&K>) -> bool + Send + 'static) -> Option<K>
+pub async fn wait<K>(
+    api: &Api<K>,
+    name: &str,
+    condition: impl Fn(Option<&K>) -> bool + Send + 'static,
+) -> Option<K>
 where
     K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Default,
@@ -128,7 +141,10 @@ where
         if let Some(value) = check().await {
             return value;
         }
-        assert!(started.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            started.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(interval).await;
         interval = (interval * 2).min(Duration::from_millis(500));
     }

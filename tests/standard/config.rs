@@ -38,31 +38,63 @@ async fn invalid_version_is_reported_not_retried_and_healed_by_the_provider_conf
     })
     .await
     .unwrap();
-    let condition = invalid.status.as_ref().unwrap().condition("Ready").unwrap().clone();
+    let condition = invalid
+        .status
+        .as_ref()
+        .unwrap()
+        .condition("Ready")
+        .unwrap()
+        .clone();
     assert_eq!(condition.status, "False");
-    assert!(condition.message.contains("1.15.0") && condition.message.contains("1.16.1"), "{}", condition.message);
-    assert_eq!(invalid.status.as_ref().unwrap().phase, Some(service_provider::Phase::Progressing));
+    assert!(
+        condition.message.contains("1.15.0") && condition.message.contains("1.16.1"),
+        "{}",
+        condition.message
+    );
+    assert_eq!(
+        invalid.status.as_ref().unwrap().phase,
+        Some(service_provider::Phase::Progressing)
+    );
 
     // Once the platform finished granting access (its last updates re-trigger the object), over
     // several poll intervals: no retries with backoff, at most one reconcile per interval, and no
     // status write after the first (nothing changed).
-    let platform_ns = service_provider::openmcp::naming::stable_mcp_namespace("bad", NAMESPACE).unwrap();
-    let requests: Api<service_provider::openmcp::AccessRequest> = Api::namespaced(env.platform().client(), &platform_ns);
+    let platform_ns =
+        service_provider::openmcp::naming::stable_mcp_namespace("bad", NAMESPACE).unwrap();
+    let requests: Api<service_provider::openmcp::AccessRequest> =
+        Api::namespaced(env.platform().client(), &platform_ns);
     for suffix in ["mcp", "wl"] {
-        let name = service_provider::openmcp::naming::stable_request_name("velero", "bad", suffix).unwrap();
-        common::wait(&requests, &name, |o: Option<&service_provider::openmcp::AccessRequest>| o.is_some_and(|o| o.is_ready())).await;
+        let name = service_provider::openmcp::naming::stable_request_name("velero", "bad", suffix)
+            .unwrap();
+        common::wait(
+            &requests,
+            &name,
+            |o: Option<&service_provider::openmcp::AccessRequest>| o.is_some_and(|o| o.is_ready()),
+        )
+        .await;
     }
     let metrics = runtime.metrics().clone();
     let status_writes = || env.onboarding().requests("patch", "veleros/status");
-    let (reconciles_before, writes_before) = (metrics.reconcile_count(Mode::Standard, ReconcileResult::invalid), status_writes());
+    let (reconciles_before, writes_before) = (
+        metrics.reconcile_count(Mode::Standard, ReconcileResult::invalid),
+        status_writes(),
+    );
     let started = Instant::now();
     // A measurement over a fixed window, not a wait for a result.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let intervals = started.elapsed().as_secs_f64();
-    let reconciles = metrics.reconcile_count(Mode::Standard, ReconcileResult::invalid) - reconciles_before;
+    let reconciles =
+        metrics.reconcile_count(Mode::Standard, ReconcileResult::invalid) - reconciles_before;
     // One more for a trigger from the platform's last grant updates.
-    assert!(reconciles as f64 <= intervals + 2.0, "{reconciles} reconciles in {intervals:.1} poll intervals");
-    assert_eq!(status_writes() - writes_before, 0, "status rewritten although it did not change");
+    assert!(
+        reconciles as f64 <= intervals + 2.0,
+        "{reconciles} reconciles in {intervals:.1} poll intervals"
+    );
+    assert_eq!(
+        status_writes() - writes_before,
+        0,
+        "status rewritten although it did not change"
+    );
 
     // The platform operator offers the version: the object becomes Ready without being touched.
     provider_configs(&env)
@@ -73,8 +105,14 @@ async fn invalid_version_is_reported_not_retried_and_healed_by_the_provider_conf
         )
         .await
         .unwrap();
-    let healed = common::wait(&veleros, "bad", common::ready::<Velero>).await.unwrap();
-    assert_eq!(healed.metadata.generation, Some(1), "the object itself was not changed");
+    let healed = common::wait(&veleros, "bad", common::ready::<Velero>)
+        .await
+        .unwrap();
+    assert_eq!(
+        healed.metadata.generation,
+        Some(1),
+        "the object itself was not changed"
+    );
     common::stop(runtime).await;
 }
 
@@ -85,23 +123,51 @@ async fn a_provider_config_change_reconciles_every_object() {
     let env = common::env::<Velero>(common::velero_config(), &cps).await;
     let runtime = common::start::<Velero>(&env, |_| {}).await;
     for name in names {
-        common::create::<Velero>(&env, &ControlPlaneRef::new(NAMESPACE, name), json!({ "version": "1.15.0" })).await;
+        common::create::<Velero>(
+            &env,
+            &ControlPlaneRef::new(NAMESPACE, name),
+            json!({ "version": "1.15.0" }),
+        )
+        .await;
     }
     for name in names {
-        common::wait(&common::objects::<Velero>(&env, &ControlPlaneRef::new(NAMESPACE, name)), name, common::ready::<Velero>).await;
+        common::wait(
+            &common::objects::<Velero>(&env, &ControlPlaneRef::new(NAMESPACE, name)),
+            name,
+            common::ready::<Velero>,
+        )
+        .await;
     }
     provider_configs(&env)
-        .patch("velero", &PatchParams::default(), &Patch::Merge(json!({ "spec": { "imageRepository": "mirror.test/velero" } })))
+        .patch(
+            "velero",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "imageRepository": "mirror.test/velero" } })),
+        )
         .await
         .unwrap();
-    let workload = env.workload_clusters().into_iter().next().expect("a workload cluster");
+    let workload = env
+        .workload_clusters()
+        .into_iter()
+        .next()
+        .expect("a workload cluster");
     common::eventually("every worker to use the new repository", TIMEOUT, || {
         let workload = workload.clone();
         async move {
             for name in names {
                 let ns = format!("velero-{}", Identity::standard(NAMESPACE, name).stable_id());
-                let deployment = Api::<Deployment>::namespaced(workload.client(), &ns).get("velero").await.ok()?;
-                let image = deployment.spec.template.spec?.containers.first()?.image.clone()?;
+                let deployment = Api::<Deployment>::namespaced(workload.client(), &ns)
+                    .get("velero")
+                    .await
+                    .ok()?;
+                let image = deployment
+                    .spec
+                    .template
+                    .spec?
+                    .containers
+                    .first()?
+                    .image
+                    .clone()?;
                 if image != "mirror.test/velero/velero:1.15.0" {
                     return None;
                 }
@@ -138,12 +204,19 @@ async fn the_operation_annotation_pauses_and_forces_reconciles() {
         .unwrap();
     common::eventually("the ignored object to be looked at", TIMEOUT, || {
         let metrics = metrics.clone();
-        async move { (metrics.reconcile_count(Mode::Standard, ReconcileResult::skipped) > skipped_before).then_some(()) }
+        async move {
+            (metrics.reconcile_count(Mode::Standard, ReconcileResult::skipped) > skipped_before)
+                .then_some(())
+        }
     })
     .await;
     let ignored = veleros.get("annotated").await.unwrap();
     assert_eq!(ignored.metadata.generation, Some(2));
-    assert_eq!(ignored.status.as_ref().unwrap().observed_generation, Some(1), "an ignored object is not reconciled");
+    assert_eq!(
+        ignored.status.as_ref().unwrap().observed_generation,
+        Some(1),
+        "an ignored object is not reconciled"
+    );
 
     // `reconcile`: forces a reconcile and is removed.
     veleros
@@ -157,10 +230,19 @@ async fn the_operation_annotation_pauses_and_forces_reconciles() {
     let done = common::wait(&veleros, "annotated", |o: Option<&Velero>| {
         common::ready(o)
             && o.is_some_and(|o| o.metadata.generation == Some(2))
-            && o.is_some_and(|o| !o.metadata.annotations.clone().unwrap_or_default().contains_key("openmcp.cloud/operation"))
+            && o.is_some_and(|o| {
+                !o.metadata
+                    .annotations
+                    .clone()
+                    .unwrap_or_default()
+                    .contains_key("openmcp.cloud/operation")
+            })
     })
     .await
     .unwrap();
-    assert_eq!(done.status.unwrap().extra.installed_version.as_deref(), Some("1.16.1"));
+    assert_eq!(
+        done.status.unwrap().extra.installed_version.as_deref(),
+        Some("1.16.1")
+    );
     common::stop(runtime).await;
 }

@@ -102,29 +102,55 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
         .await;
 
     // One restart of the onboarding cluster half-way.
-    env.onboarding().dedicated_cluster().expect("dedicated").restart().await.unwrap();
+    env.onboarding()
+        .dedicated_cluster()
+        .expect("dedicated")
+        .restart()
+        .await
+        .unwrap();
 
     let veleros: Api<Velero> = Api::namespaced(env.onboarding().client(), NAMESPACE);
-    let all_ready = common::eventually("100 objects to become Ready under faults", Duration::from_secs(240), || {
-        let veleros = veleros.clone();
-        async move {
-            let list = veleros.list(&ListParams::default()).await.ok()?;
-            let ready = list.items.iter().filter(|o| common::ready(Some(*o))).count();
-            (ready == OBJECTS).then_some(ready)
-        }
-    })
+    let all_ready = common::eventually(
+        "100 objects to become Ready under faults",
+        Duration::from_secs(240),
+        || {
+            let veleros = veleros.clone();
+            async move {
+                let list = veleros.list(&ListParams::default()).await.ok()?;
+                let ready = list
+                    .items
+                    .iter()
+                    .filter(|o| common::ready(Some(*o)))
+                    .count();
+                (ready == OBJECTS).then_some(ready)
+            }
+        },
+    )
     .await;
     assert_eq!(all_ready, OBJECTS);
 
     // Delete everything, still under faults.
     common::eventually("deleting every object", TIMEOUT, || {
         let veleros = veleros.clone();
-        async move { veleros.delete_collection(&DeleteParams::default(), &ListParams::default()).await.ok().map(|_| ()) }
+        async move {
+            veleros
+                .delete_collection(&DeleteParams::default(), &ListParams::default())
+                .await
+                .ok()
+                .map(|_| ())
+        }
     })
     .await;
     common::eventually("every object to be gone", Duration::from_secs(240), || {
         let veleros = veleros.clone();
-        async move { veleros.list(&ListParams::default()).await.ok().filter(|l| l.items.is_empty()).map(|_| ()) }
+        async move {
+            veleros
+                .list(&ListParams::default())
+                .await
+                .ok()
+                .filter(|l| l.items.is_empty())
+                .map(|_| ())
+        }
     })
     .await;
     dropping.store(false, Ordering::Release);
@@ -138,7 +164,8 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
     common::eventually("every access request to be gone", TIMEOUT, || {
         let (ars, crs, selector) = (ars.clone(), crs.clone(), selector.clone());
         async move {
-            let left = ars.list(&selector).await.ok()?.items.len() + crs.list(&selector).await.ok()?.items.len();
+            let left = ars.list(&selector).await.ok()?.items.len()
+                + crs.list(&selector).await.ok()?.items.len();
             (left == 0).then_some(())
         }
     })
@@ -149,7 +176,13 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
             let namespaces = namespaces.clone();
             async move {
                 let list = namespaces.list(&ListParams::default()).await.ok()?;
-                (!list.items.iter().any(|n| n.metadata.name.as_deref().is_some_and(|n| n.starts_with("velero-")))).then_some(())
+                (!list.items.iter().any(|n| {
+                    n.metadata
+                        .name
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with("velero-"))
+                }))
+                .then_some(())
             }
         })
         .await;
@@ -164,22 +197,40 @@ async fn a_panic_fails_one_reconcile_not_the_process() {
     let env = common::env::<Flaky>(json!({}), &cps).await;
     let runtime = common::start::<Flaky>(&env, |_| {}).await;
     for name in names {
-        common::create::<Flaky>(&env, &ControlPlaneRef::new(NAMESPACE, name), json!({ "panic": name == "panics" })).await;
+        common::create::<Flaky>(
+            &env,
+            &ControlPlaneRef::new(NAMESPACE, name),
+            json!({ "panic": name == "panics" }),
+        )
+        .await;
     }
     let flakies: Api<Flaky> = Api::namespaced(env.onboarding().client(), NAMESPACE);
     let panicked = common::wait(&flakies, "panics", |o: Option<&Flaky>| {
-        o.and_then(|o| o.status.as_ref()).and_then(|s| s.condition("Ready")).is_some_and(|c| c.reason == "ReconcilePanicked")
+        o.and_then(|o| o.status.as_ref())
+            .and_then(|s| s.condition("Ready"))
+            .is_some_and(|c| c.reason == "ReconcilePanicked")
     })
     .await
     .unwrap();
-    let message = panicked.status.unwrap().condition("Ready").unwrap().message.clone();
-    assert!(message.contains("create_or_update panicked") && message.contains("was told to panic"), "{message}");
+    let message = panicked
+        .status
+        .unwrap()
+        .condition("Ready")
+        .unwrap()
+        .message
+        .clone();
+    assert!(
+        message.contains("create_or_update panicked") && message.contains("was told to panic"),
+        "{message}"
+    );
     for name in ["calm-1", "calm-2"] {
         common::wait(&flakies, name, common::ready::<Flaky>).await;
     }
     // Still alive: a new object is served.
     let cp = ControlPlaneRef::new(NAMESPACE, "late");
-    env.create_control_plane(&cp.namespace, &cp.name).await.unwrap();
+    env.create_control_plane(&cp.namespace, &cp.name)
+        .await
+        .unwrap();
     common::create::<Flaky>(&env, &cp, json!({})).await;
     common::wait(&flakies, "late", common::ready::<Flaky>).await;
     common::stop(runtime).await;

@@ -9,7 +9,11 @@ use service_provider::kube::api::{ObjectMeta, Patch, PatchParams};
 use service_provider::prelude::*;
 
 /// A service that misbehaves on request.
-#[service_provider(group = "flaky.services.open-control-plane.io", version = "v1alpha1", kind = "Flaky")]
+#[service_provider(
+    group = "flaky.services.open-control-plane.io",
+    version = "v1alpha1",
+    kind = "Flaky"
+)]
 pub struct FlakySpec {
     /// Panic in `create_or_update`.
     #[serde(default)]
@@ -34,7 +38,11 @@ impl Reconcile for Flaky {
                 ..Default::default()
             };
             Api::<ConfigMap>::namespaced(cx.mcp().client().clone(), "default")
-                .patch("started", &PatchParams::apply("flaky").force(), &Patch::Apply(&started))
+                .patch(
+                    "started",
+                    &PatchParams::apply("flaky").force(),
+                    &Patch::Apply(&started),
+                )
                 .await?;
             tokio::time::sleep(Duration::from_secs(self.spec.delay_seconds)).await;
         }

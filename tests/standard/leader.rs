@@ -54,8 +54,15 @@ async fn one_replica_leads_and_the_other_takes_over() {
         }
     })
     .await;
-    assert!((a > 0) != (b > 0), "exactly one replica reconciles: {a} and {b}");
-    let (leader, standby) = if a > 0 { (first, second) } else { (second, first) };
+    assert!(
+        (a > 0) != (b > 0),
+        "exactly one replica reconciles: {a} and {b}"
+    );
+    let (leader, standby) = if a > 0 {
+        (first, second)
+    } else {
+        (second, first)
+    };
     let standby_metrics = standby.metrics().clone();
 
     // The leader stops (gracefully, releasing its Lease); the standby takes over.

@@ -13,7 +13,9 @@ use serde_json::json;
 use service_provider::dev::{ControlPlaneRef, TestEnv};
 use service_provider::kube::Api;
 use service_provider::kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use service_provider::openmcp::{AccessRequest, ClusterRequest, ServiceProvider as ServiceProviderObject};
+use service_provider::openmcp::{
+    AccessRequest, ClusterRequest, ServiceProvider as ServiceProviderObject,
+};
 
 use crate::common::{self, TIMEOUT};
 use crate::flaky::Flaky;
@@ -23,7 +25,9 @@ use crate::velero::Velero;
 /// does nothing unless `SP_TEST_ARGS` is set.
 #[test]
 fn provider_process() {
-    let Ok(args) = std::env::var("SP_TEST_ARGS") else { return };
+    let Ok(args) = std::env::var("SP_TEST_ARGS") else {
+        return;
+    };
     let args: Vec<String> = serde_json::from_str(&args).expect("SP_TEST_ARGS is a JSON list");
     let code = match std::env::var("SP_TEST_PROVIDER").as_deref() {
         Ok("flaky") => service_provider::App::<Flaky>::new().run_with_args(args),
@@ -65,7 +69,12 @@ impl Provider {
         argv.extend(args.iter().map(|a| a.to_string()));
         let mut command = Command::new(std::env::current_exe().unwrap());
         command
-            .args(["--exact", "process::provider_process", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "process::provider_process",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("SP_TEST_ARGS", serde_json::to_string(&argv).unwrap())
             .env("SP_TEST_PROVIDER", provider)
             .env_remove("POD_NAMESPACE")
@@ -79,7 +88,11 @@ impl Provider {
         let mut child = command.spawn().expect("the provider process starts");
         let stdout = collect(child.stdout.take().unwrap());
         let stderr = collect(child.stderr.take().unwrap());
-        Provider { child, stdout, stderr }
+        Provider {
+            child,
+            stdout,
+            stderr,
+        }
     }
 
     fn stdout(&self) -> String {
@@ -109,7 +122,10 @@ impl Provider {
             }
             if started.elapsed() > timeout {
                 let _ = self.child.kill();
-                panic!("the provider process did not exit within {timeout:?}; stderr:\n{}", self.stderr());
+                panic!(
+                    "the provider process did not exit within {timeout:?}; stderr:\n{}",
+                    self.stderr()
+                );
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -140,26 +156,45 @@ async fn bad_flags_and_broken_kubeconfigs_end_with_one_line() {
     let (status, stderr) = run_to_end("velero", &["run", "--verbosity", "LOUD"], &[]).await;
     assert_eq!(status.code(), Some(2));
     let line = one_line(&stderr);
-    assert!(line.starts_with("error: ") && line.contains("--verbosity") && line.contains("DEBUG, INFO or ERROR"), "{line}");
+    assert!(
+        line.starts_with("error: ")
+            && line.contains("--verbosity")
+            && line.contains("DEBUG, INFO or ERROR"),
+        "{line}"
+    );
 
     let (status, stderr) = run_to_end("velero", &["run", "--no-such-flag"], &[]).await;
     assert_eq!(status.code(), Some(2));
     assert!(one_line(&stderr).contains("--no-such-flag"));
 
-    let (status, stderr) = run_to_end("velero", &["run", "--metrics-bind-address", "nowhere"], &[]).await;
+    let (status, stderr) =
+        run_to_end("velero", &["run", "--metrics-bind-address", "nowhere"], &[]).await;
     assert_ne!(status.code(), Some(0));
     assert!(one_line(&stderr).contains("--metrics-bind-address"));
 
     let dir = tempdir("broken");
     let broken = dir.join("broken.kubeconfig");
     std::fs::write(&broken, "clusters: [ this is not a kubeconfig").unwrap();
-    let (status, stderr) = run_to_end("velero", &["run", "--kubeconfig", broken.to_str().unwrap()], &[("POD_NAMESPACE", "x")]).await;
+    let (status, stderr) = run_to_end(
+        "velero",
+        &["run", "--kubeconfig", broken.to_str().unwrap()],
+        &[("POD_NAMESPACE", "x")],
+    )
+    .await;
     assert_ne!(status.code(), Some(0));
     let line = one_line(&stderr);
-    assert!(line.contains("--kubeconfig") && line.contains("valid kubeconfig"), "{line}");
+    assert!(
+        line.contains("--kubeconfig") && line.contains("valid kubeconfig"),
+        "{line}"
+    );
 
     let missing = dir.join("missing.kubeconfig");
-    let (status, stderr) = run_to_end("velero", &["run", "--kubeconfig", missing.to_str().unwrap()], &[("POD_NAMESPACE", "x")]).await;
+    let (status, stderr) = run_to_end(
+        "velero",
+        &["run", "--kubeconfig", missing.to_str().unwrap()],
+        &[("POD_NAMESPACE", "x")],
+    )
+    .await;
     assert_ne!(status.code(), Some(0));
     assert!(one_line(&stderr).contains("cannot read --kubeconfig"));
 }
@@ -177,22 +212,31 @@ async fn credentials(env: &TestEnv) -> Vec<String> {
     let secrets: Api<Secret> = Api::all(env.platform().client());
     for secret in secrets.list(&ListParams::default()).await.unwrap().items {
         for (key, value) in secret.data.unwrap_or_default() {
-            if key == "token" || key == "kubeconfig" {
-                if let Ok(text) = String::from_utf8(value.0) {
-                    if key == "token" {
-                        out.push(text);
-                    } else if let Some(token) = text.lines().find_map(|l| l.trim().strip_prefix("token: ")) {
-                        out.push(token.trim().to_owned());
-                    }
+            if (key == "token" || key == "kubeconfig")
+                && let Ok(text) = String::from_utf8(value.0)
+            {
+                if key == "token" {
+                    out.push(text);
+                } else if let Some(token) =
+                    text.lines().find_map(|l| l.trim().strip_prefix("token: "))
+                {
+                    out.push(token.trim().to_owned());
                 }
             }
         }
     }
-    for cluster in [env.platform(), env.onboarding()].into_iter().cloned().chain(env.clusters().into_iter().map(|c| c.handle)) {
+    for cluster in [env.platform(), env.onboarding()]
+        .into_iter()
+        .cloned()
+        .chain(env.clusters().into_iter().map(|c| c.handle))
+    {
         out.push(cluster.admin_token().to_owned());
     }
     if let Some(provider) = env.provider()
-        && let Some(token) = provider.platform_kubeconfig().lines().find_map(|l| l.trim().strip_prefix("token: "))
+        && let Some(token) = provider
+            .platform_kubeconfig()
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("token: "))
     {
         out.push(token.trim().to_owned());
     }
@@ -211,25 +255,62 @@ async fn logs_never_show_credentials_and_sigterm_stops_the_process() {
     std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
     let mut process = Provider::spawn(
         "velero",
-        &["run", "--verbosity", "DEBUG", "--provider-name", "velero", "--kubeconfig", kubeconfig.to_str().unwrap(),
-          "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"],
+        &[
+            "run",
+            "--verbosity",
+            "DEBUG",
+            "--provider-name",
+            "velero",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--metrics-bind-address",
+            "127.0.0.1:0",
+            "--health-probe-bind-address",
+            "127.0.0.1:0",
+        ],
         &[("POD_NAMESPACE", env.pod_namespace())],
     );
     let cp = ControlPlaneRef::new(NAMESPACE, "logged");
     common::create::<Velero>(&env, &cp, json!({ "version": "1.15.0" })).await;
-    common::wait(&common::objects::<Velero>(&env, &cp), "logged", common::ready::<Velero>).await;
+    common::wait(
+        &common::objects::<Velero>(&env, &cp),
+        "logged",
+        common::ready::<Velero>,
+    )
+    .await;
 
     process.terminate();
     let status = process.wait(TIMEOUT).await;
-    assert_eq!(status.code(), Some(0), "graceful exit after SIGTERM; stderr:\n{}", process.stderr());
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "graceful exit after SIGTERM; stderr:\n{}",
+        process.stderr()
+    );
     let logs = process.stderr();
-    assert!(logs.contains("reconciling") && logs.contains("DEBUG"), "DEBUG logs were written:\n{logs}");
+    assert!(
+        logs.contains("reconciling") && logs.contains("DEBUG"),
+        "DEBUG logs were written:\n{logs}"
+    );
     let credentials = credentials(&env).await;
-    assert!(credentials.len() >= 5, "the platform holds tokens to look for: {}", credentials.len());
+    assert!(
+        credentials.len() >= 5,
+        "the platform holds tokens to look for: {}",
+        credentials.len()
+    );
     for credential in &credentials {
-        assert!(!logs.contains(credential.as_str()), "a token appears in the logs");
+        assert!(
+            !logs.contains(credential.as_str()),
+            "a token appears in the logs"
+        );
     }
-    for marker in ["certificate-authority-data", "client-key-data", "BEGIN CERTIFICATE", "Bearer ", "token: "] {
+    for marker in [
+        "certificate-authority-data",
+        "client-key-data",
+        "BEGIN CERTIFICATE",
+        "Bearer ",
+        "token: ",
+    ] {
         assert!(!logs.contains(marker), "{marker:?} appears in the logs");
     }
 }
@@ -243,8 +324,17 @@ async fn sigterm_lets_a_running_reconcile_finish() {
     std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
     let mut process = Provider::spawn(
         "flaky",
-        &["run", "--provider-name", "flaky", "--kubeconfig", kubeconfig.to_str().unwrap(),
-          "--metrics-bind-address", "0", "--health-probe-bind-address", "0"],
+        &[
+            "run",
+            "--provider-name",
+            "flaky",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--metrics-bind-address",
+            "0",
+            "--health-probe-bind-address",
+            "0",
+        ],
         &[("POD_NAMESPACE", env.pod_namespace())],
     );
     let cp = ControlPlaneRef::new(NAMESPACE, "slow");
@@ -257,8 +347,15 @@ async fn sigterm_lets_a_running_reconcile_finish() {
     process.terminate();
     let status = process.wait(TIMEOUT).await;
     assert_eq!(status.code(), Some(0), "stderr:\n{}", process.stderr());
-    let flaky = common::objects::<Flaky>(&env, &cp).get("slow").await.unwrap();
-    assert!(common::ready(Some(&flaky)), "the running reconcile finished and wrote its status: {:?}", flaky.status);
+    let flaky = common::objects::<Flaky>(&env, &cp)
+        .get("slow")
+        .await
+        .unwrap();
+    assert!(
+        common::ready(Some(&flaky)),
+        "the running reconcile finished and wrote its status: {:?}",
+        flaky.status
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,29 +363,69 @@ async fn init_installs_the_crds_and_registers_the_service_api() {
     let env = common::env::<Velero>(common::velero_config(), &[]).await;
     // Undo what the environment pre-installed, so `init` has to do it.
     let crds: Api<CustomResourceDefinition> = Api::all(env.onboarding().client());
-    crds.delete("veleros.velero.services.open-control-plane.io", &DeleteParams::default()).await.unwrap();
-    common::wait(&crds, "veleros.velero.services.open-control-plane.io", |o: Option<&CustomResourceDefinition>| o.is_none()).await;
+    crds.delete(
+        "veleros.velero.services.open-control-plane.io",
+        &DeleteParams::default(),
+    )
+    .await
+    .unwrap();
+    common::wait(
+        &crds,
+        "veleros.velero.services.open-control-plane.io",
+        |o: Option<&CustomResourceDefinition>| o.is_none(),
+    )
+    .await;
     let sps: Api<ServiceProviderObject> = Api::all(env.platform().client());
-    sps.patch_status("velero", &PatchParams::default(), &Patch::Merge(json!({ "status": { "resources": [] } })))
-        .await
-        .unwrap();
+    sps.patch_status(
+        "velero",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": { "resources": [] } })),
+    )
+    .await
+    .unwrap();
 
     let dir = tempdir("init");
     let kubeconfig = dir.join("provider.kubeconfig");
     std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
-    let args = ["init", "--environment", "test", "--verbosity", "INFO", "--provider-name", "velero", "--kubeconfig", kubeconfig.to_str().unwrap()];
+    let args = [
+        "init",
+        "--environment",
+        "test",
+        "--verbosity",
+        "INFO",
+        "--provider-name",
+        "velero",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+    ];
     for attempt in 0..2 {
-        let (status, stderr) = run_to_end("velero", &args, &[("POD_NAMESPACE", env.pod_namespace())]).await;
+        let (status, stderr) =
+            run_to_end("velero", &args, &[("POD_NAMESPACE", env.pod_namespace())]).await;
         assert_eq!(status.code(), Some(0), "init #{attempt} failed:\n{stderr}");
     }
-    let crd = crds.get("veleros.velero.services.open-control-plane.io").await.expect("the Service API CRD");
-    assert_eq!(crd.metadata.labels.unwrap()["openmcp.cloud/cluster"], "onboarding");
+    let crd = crds
+        .get("veleros.velero.services.open-control-plane.io")
+        .await
+        .expect("the Service API CRD");
+    assert_eq!(
+        crd.metadata.labels.unwrap()["openmcp.cloud/cluster"],
+        "onboarding"
+    );
     let resources = sps.get("velero").await.unwrap().status.unwrap().resources;
     assert_eq!(resources.len(), 1, "registered once: {resources:?}");
-    assert_eq!((resources[0].group.as_str(), resources[0].kind.as_str()), ("velero.services.open-control-plane.io", "Velero"));
+    assert_eq!(
+        (resources[0].group.as_str(), resources[0].kind.as_str()),
+        ("velero.services.open-control-plane.io", "Velero")
+    );
     let name = "velero.services.open-control-plane.io--onboarding-init";
-    Api::<ClusterRequest>::namespaced(env.platform().client(), env.pod_namespace()).get(name).await.expect("onboarding-init ClusterRequest");
-    Api::<AccessRequest>::namespaced(env.platform().client(), env.pod_namespace()).get(name).await.expect("onboarding-init AccessRequest");
+    Api::<ClusterRequest>::namespaced(env.platform().client(), env.pod_namespace())
+        .get(name)
+        .await
+        .expect("onboarding-init ClusterRequest");
+    Api::<AccessRequest>::namespaced(env.platform().client(), env.pod_namespace())
+        .get(name)
+        .await
+        .expect("onboarding-init AccessRequest");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -298,19 +435,41 @@ async fn dev_serves_a_ready_object_and_writes_kubeconfigs() {
     let mut process = Provider::spawn("velero", &["--kubeconfig-dir", dir.to_str().unwrap()], &[]);
     let started = Instant::now();
     while !process.stdout().contains("serving until Ctrl-C") {
-        assert!(started.elapsed() < Duration::from_secs(180), "dev did not come up:\n{}\n{}", process.stdout(), process.stderr());
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "dev did not come up:\n{}\n{}",
+            process.stdout(),
+            process.stderr()
+        );
         if let Some(status) = process.child.try_wait().unwrap() {
-            panic!("dev exited with {status}:\n{}\n{}", process.stdout(), process.stderr());
+            panic!(
+                "dev exited with {status}:\n{}\n{}",
+                process.stdout(),
+                process.stderr()
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let stdout = process.stdout();
-    assert!(stdout.contains("Velero dev: Ready"), "progress was shown:\n{stdout}");
-    let onboarding = std::fs::read(dir.join("onboarding.kubeconfig")).expect("onboarding.kubeconfig");
-    let client = service_provider::access::clients::ClientFactory::new().client(&onboarding).await.unwrap();
-    let velero = Api::<Velero>::namespaced(client, "project-dev--ws-dev").get("dev").await.unwrap();
+    assert!(
+        stdout.contains("Velero dev: Ready"),
+        "progress was shown:\n{stdout}"
+    );
+    let onboarding =
+        std::fs::read(dir.join("onboarding.kubeconfig")).expect("onboarding.kubeconfig");
+    let client = service_provider::access::clients::ClientFactory::new()
+        .client(&onboarding)
+        .await
+        .unwrap();
+    let velero = Api::<Velero>::namespaced(client, "project-dev--ws-dev")
+        .get("dev")
+        .await
+        .unwrap();
     assert!(common::ready(Some(&velero)), "{:?}", velero.status);
-    for file in ["platform.kubeconfig", "mcp-project-dev--ws-dev-dev.kubeconfig"] {
+    for file in [
+        "platform.kubeconfig",
+        "mcp-project-dev--ws-dev-dev.kubeconfig",
+    ] {
         assert!(dir.join(file).exists(), "{file} written");
     }
     process.terminate();

@@ -51,9 +51,11 @@ impl RetryPolicy {
     /// failure) is sent again, given how many times it was sent already.
     pub fn should_retry(&self, method: &Method, status: Option<StatusCode>) -> bool {
         match status {
-            Some(StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT) => {
-                self.attempt < self.max_server_busy
-            }
+            Some(
+                StatusCode::TOO_MANY_REQUESTS
+                | StatusCode::SERVICE_UNAVAILABLE
+                | StatusCode::GATEWAY_TIMEOUT,
+            ) => self.attempt < self.max_server_busy,
             Some(StatusCode::INTERNAL_SERVER_ERROR | StatusCode::BAD_GATEWAY) | None => {
                 Self::idempotent(method) && self.attempt < self.max_server_error
             }
@@ -110,7 +112,10 @@ mod tests {
         assert!(fresh.should_retry(&Method::GET, error));
         assert!(fresh.should_retry(&Method::PATCH, error));
         assert!(fresh.should_retry(&Method::DELETE, None));
-        assert!(!fresh.should_retry(&Method::POST, error), "a create may have happened");
+        assert!(
+            !fresh.should_retry(&Method::POST, error),
+            "a create may have happened"
+        );
         assert!(fresh.should_retry(&Method::POST, Some(StatusCode::SERVICE_UNAVAILABLE)));
         assert!(!fresh.should_retry(&Method::GET, Some(StatusCode::NOT_FOUND)));
         assert!(!fresh.should_retry(&Method::GET, Some(StatusCode::CONFLICT)));

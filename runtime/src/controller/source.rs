@@ -37,6 +37,11 @@ pub trait Source<P: ServiceProvider>: Send + Sync + 'static {
         self.keys().len()
     }
 
+    /// Whether there is no object at all.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Records the response of one of the runtime's own writes to `id`: it is newer than the
     /// cache, and its echo from the watch must not trigger another reconcile.
     fn observe(&self, id: &Identity, object: P);
