@@ -9,7 +9,9 @@ mod hello;
 #[allow(dead_code)]
 #[path = "../../examples/velero/main.rs"]
 mod velero;
-#[allow(dead_code)]
+// The twin shares `examples/velero/install.rs` with the example: loaded twice on purpose, once
+// for each declaration of `Velero`.
+#[allow(dead_code, clippy::duplicate_mod)]
 #[path = "../../xtask/macro-cost/velero_by_hand.rs"]
 mod velero_by_hand;
 

@@ -27,9 +27,9 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::controller::queue::Queue;
 use crate::dev::DevError;
 use crate::dev::hosting::{ClusterHandle, Hosting, SharedHost};
-use crate::dev::queue::WorkQueue;
 use crate::openmcp::constants::{
     MCP_NAME_LABEL, MCP_NAMESPACE_LABEL, OPERATION_ANNOTATION, OPERATION_IGNORE,
     OPERATION_RECONCILE, PURPOSE_ONBOARDING, PURPOSE_PLATFORM,
@@ -113,7 +113,7 @@ impl std::fmt::Display for ObjKey {
 }
 
 /// A unit of work.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Key {
     ControlPlane(ObjKey),
     ClusterRequest(ObjKey),
@@ -302,7 +302,7 @@ pub(crate) struct Shared {
     pub api_resources: tokio::sync::Mutex<HashMap<(String, String, String), ApiResource>>,
     /// Serializes the choice of shared clusters, so none gets more tenants than allowed.
     pub schedule_lock: tokio::sync::Mutex<()>,
-    pub queue: Arc<WorkQueue<Key>>,
+    pub queue: Queue<Key>,
     pub stop: CancellationToken,
 }
 
@@ -370,7 +370,7 @@ impl Operator {
             Hosting::Listeners => None,
         };
         let stop = CancellationToken::new();
-        let queue = WorkQueue::new();
+        let queue = crate::dev::queue::new_queue();
         let pc = platform.client();
         let oc = onboarding.client();
 
@@ -475,7 +475,7 @@ impl Operator {
         scheduler::register_fixed(&shared, PURPOSE_ONBOARDING, onboarding).await?;
 
         let worker_shared = shared.clone();
-        queue.run(shared.cfg.workers, stop, move |key| {
+        crate::dev::queue::run(&queue, shared.cfg.workers, stop, move |key| {
             let sh = worker_shared.clone();
             async move {
                 let result = match &key {
@@ -491,13 +491,13 @@ impl Operator {
         });
         // Objects that existed before the operator started.
         for cp in shared.stores.control_planes.state() {
-            queue.enqueue(Key::ControlPlane(ObjKey::of(cp.as_ref())));
+            queue.trigger(Key::ControlPlane(ObjKey::of(cp.as_ref())));
         }
         for cr in shared.stores.cluster_requests.state() {
-            queue.enqueue(Key::ClusterRequest(ObjKey::of(cr.as_ref())));
+            queue.trigger(Key::ClusterRequest(ObjKey::of(cr.as_ref())));
         }
         for ar in shared.stores.access_requests.state() {
-            queue.enqueue(Key::AccessRequest(ObjKey::of(ar.as_ref())));
+            queue.trigger(Key::AccessRequest(ObjKey::of(ar.as_ref())));
         }
         Ok(Operator { shared })
     }
@@ -623,7 +623,7 @@ fn spawn_watch<K>(
                 }
             };
             for k in keys {
-                sh.queue.enqueue(k);
+                sh.queue.trigger(k);
             }
         }
     });
@@ -842,6 +842,6 @@ pub(crate) fn watch_until_gone(
             }
         }
         sh.service_watches.lock().remove(&marker);
-        sh.queue.enqueue(Key::ControlPlane(cp));
+        sh.queue.trigger(Key::ControlPlane(cp));
     });
 }

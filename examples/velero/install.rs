@@ -1,0 +1,247 @@
+//! What Velero installs and removes: its CRDs in the tenant's cluster, and on the workload
+//! cluster a namespace per tenant with the tenant's kubeconfig and the Velero server.
+//!
+//! Shared by `main.rs` and its hand-written kube-derive twin (`xtask/macro-cost/velero_by_hand.rs`),
+//! which differ only in how the types are declared.
+
+use service_provider::k8s_openapi::ByteString;
+use service_provider::k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use service_provider::k8s_openapi::api::core::v1::{
+    Container, Namespace, PodSpec, PodTemplateSpec, Secret, SecretVolumeSource, Volume, VolumeMount,
+};
+use service_provider::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionSpec,
+    CustomResourceDefinitionVersion, CustomResourceValidation, JSONSchemaProps,
+};
+use service_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use service_provider::kube::Api;
+use service_provider::kube::api::{ApiResource, DynamicObject, ListParams, ObjectMeta};
+use service_provider::prelude::*;
+
+use super::{Velero, VeleroSpec, VeleroStatus};
+
+/// The group of Velero's own API, installed into the tenant's cluster.
+const VELERO_GROUP: &str = "velero.io";
+/// Velero's kinds, as (kind, plural).
+const VELERO_KINDS: [(&str, &str); 4] = [
+    ("Backup", "backups"),
+    ("Restore", "restores"),
+    ("Schedule", "schedules"),
+    ("BackupStorageLocation", "backupstoragelocations"),
+];
+/// Name of the worker Deployment and of its tenant-kubeconfig Secret.
+const WORKER: &str = "velero";
+const TENANT_KUBECONFIG: &str = "tenant-kubeconfig";
+/// Where the worker finds the tenant's kubeconfig.
+const KUBECONFIG_DIR: &str = "/etc/velero/tenant";
+
+/// A Velero CRD: the real ones carry full schemas; these keep every field.
+fn velero_crd(kind: &str, plural: &str) -> CustomResourceDefinition {
+    let preserve = JSONSchemaProps {
+        type_: Some("object".into()),
+        x_kubernetes_preserve_unknown_fields: Some(true),
+        ..Default::default()
+    };
+    CustomResourceDefinition {
+        metadata: ObjectMeta {
+            name: Some(format!("{plural}.{VELERO_GROUP}")),
+            ..Default::default()
+        },
+        spec: CustomResourceDefinitionSpec {
+            group: VELERO_GROUP.into(),
+            names: CustomResourceDefinitionNames {
+                kind: kind.into(),
+                plural: plural.into(),
+                singular: Some(kind.to_lowercase()),
+                ..Default::default()
+            },
+            scope: "Namespaced".into(),
+            versions: vec![CustomResourceDefinitionVersion {
+                name: "v1".into(),
+                served: true,
+                storage: true,
+                schema: Some(CustomResourceValidation {
+                    open_api_v3_schema: Some(preserve),
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+        status: None,
+    }
+}
+
+/// The tenant's namespace on the shared workload cluster: stable, and distinct for every tenant
+/// in both modes.
+fn worker_namespace(cx: &Context<Velero>) -> String {
+    format!("velero-{}", cx.identity().stable_id())
+}
+
+fn worker_deployment(
+    namespace: &str,
+    image: &str,
+    spec: &VeleroSpec,
+    repository: &str,
+) -> Deployment {
+    let labels = std::collections::BTreeMap::from([("app".to_owned(), WORKER.to_owned())]);
+    let plugins = spec
+        .plugins
+        .iter()
+        .map(|p| Container {
+            name: p.name.clone(),
+            image: Some(format!("{repository}/{}:{}", p.name, p.version)),
+            ..Default::default()
+        })
+        .collect::<Vec<_>>();
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(WORKER.into()),
+            namespace: Some(namespace.into()),
+            labels: Some(labels.clone()),
+            ..Default::default()
+        },
+        spec: DeploymentSpec {
+            replicas: Some(1),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..Default::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    init_containers: (!plugins.is_empty()).then_some(plugins),
+                    containers: vec![Container {
+                        name: WORKER.into(),
+                        image: Some(image.into()),
+                        args: Some(vec![
+                            "server".into(),
+                            format!("--kubeconfig={KUBECONFIG_DIR}/kubeconfig"),
+                        ]),
+                        volume_mounts: Some(vec![VolumeMount {
+                            name: TENANT_KUBECONFIG.into(),
+                            mount_path: KUBECONFIG_DIR.into(),
+                            read_only: Some(true),
+                            ..Default::default()
+                        }]),
+                        ..Default::default()
+                    }],
+                    volumes: Some(vec![Volume {
+                        name: TENANT_KUBECONFIG.into(),
+                        secret: Some(SecretVolumeSource {
+                            secret_name: Some(TENANT_KUBECONFIG.into()),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }]),
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        },
+        status: None,
+    }
+}
+
+impl Reconcile for Velero {
+    async fn create_or_update(&self, cx: &Context<Self>) -> Result<Outcome<VeleroStatus>, Error> {
+        // An unknown version is the end user's to fix: reported, not retried.
+        let offered = cx.common().resolve_version(&self.spec.version)?;
+        let tag = offered.chart_version.as_deref().unwrap_or(&offered.version);
+        let repository = cx.config().image_repository.trim_end_matches('/');
+        let image = format!("{repository}/velero:{tag}");
+
+        // Velero's API goes into the tenant's cluster.
+        let mut crds = cx.apply_set(cx.mcp(), "velero-crds");
+        for (kind, plural) in VELERO_KINDS {
+            crds.add(&velero_crd(kind, plural))?;
+        }
+        crds.apply().await?;
+
+        // The worker runs on the workload cluster, next to the tenant's kubeconfig.
+        let namespace = worker_namespace(cx);
+        let mut worker = cx.apply_set(cx.workload(), namespace.clone());
+        worker.add(&Namespace {
+            metadata: ObjectMeta {
+                name: Some(namespace.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        })?;
+        worker.add(&Secret {
+            metadata: ObjectMeta {
+                name: Some(TENANT_KUBECONFIG.into()),
+                namespace: Some(namespace.clone()),
+                ..Default::default()
+            },
+            data: Some(
+                [(
+                    "kubeconfig".to_owned(),
+                    ByteString(cx.mcp().kubeconfig().to_vec()),
+                )]
+                .into(),
+            ),
+            ..Default::default()
+        })?;
+        worker.add(&worker_deployment(
+            &namespace, &image, &self.spec, repository,
+        ))?;
+        worker.apply().await?;
+
+        let deployments: Api<Deployment> =
+            Api::namespaced(cx.workload().client().clone(), &namespace);
+        let available = deployments
+            .get_opt(WORKER)
+            .await?
+            .and_then(|d| d.status)
+            .and_then(|s| s.available_replicas)
+            .unwrap_or(0)
+            > 0;
+        let status = VeleroStatus {
+            installed_version: available.then(|| offered.version.clone()),
+            image: Some(image),
+            worker_namespace: Some(namespace),
+        };
+        if !available {
+            return Ok(
+                Outcome::progressing("WorkerStarting", "the Velero server is starting")
+                    .requeue_after(std::time::Duration::from_secs(5))
+                    .with_status(status),
+            );
+        }
+        Ok(Outcome::ready().with_status(status))
+    }
+
+    async fn delete(&self, cx: &Context<Self>) -> Result<Outcome<VeleroStatus>, Error> {
+        // Removing the CRDs would delete the end user's backups with them.
+        let backups = ApiResource {
+            group: VELERO_GROUP.into(),
+            version: "v1".into(),
+            api_version: format!("{VELERO_GROUP}/v1"),
+            kind: "Backup".into(),
+            plural: "backups".into(),
+        };
+        let api: Api<DynamicObject> = Api::all_with(cx.mcp().client().clone(), &backups);
+        let remaining = match api.list(&ListParams::default()).await {
+            Ok(list) => list.items.len(),
+            // The CRD is already gone: so are the backups.
+            Err(service_provider::kube::Error::Api(s)) if s.code == 404 => 0,
+            Err(err) => return Err(err.into()),
+        };
+        if remaining > 0 {
+            return Ok(Outcome::blocked(
+                "UserResourcesPresent",
+                format!(
+                    "{remaining} Velero backup(s) remain in the cluster; delete them to uninstall Velero"
+                ),
+            ));
+        }
+        cx.apply_set(cx.workload(), worker_namespace(cx))
+            .delete()
+            .await?;
+        cx.apply_set(cx.mcp(), "velero-crds").delete().await?;
+        Ok(Outcome::done())
+    }
+}
