@@ -447,6 +447,20 @@ impl<'a> ClusterApi<'a> {
         ns: &str,
         name: &str,
         sub: Option<&str>,
+        f: impl FnMut(&mut Value) -> ApiResult<bool>,
+    ) -> ApiResult<Arc<StoredObject>> {
+        self.modify_as(info, ns, name, sub, FieldManager::Record(&self.manager), f)
+    }
+
+    /// [`modify`](Self::modify) on behalf of a client's field manager (its fields are recorded
+    /// for it, as an Update of `sub`).
+    pub fn modify_as(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        sub: Option<&str>,
+        manager: FieldManager<'_>,
         mut f: impl FnMut(&mut Value) -> ApiResult<bool>,
     ) -> ApiResult<Arc<StoredObject>> {
         loop {
@@ -455,15 +469,7 @@ impl<'a> ClusterApi<'a> {
             if !f(&mut v)? {
                 return Ok(cur);
             }
-            match self.commit_update(
-                info,
-                ns,
-                name,
-                &cur,
-                v,
-                sub,
-                FieldManager::Record(&self.manager),
-            ) {
+            match self.commit_update(info, ns, name, &cur, v, sub, manager) {
                 Err(e) if e.code == 409 && e.reason == "Conflict" => continue,
                 r => return r,
             }

@@ -174,32 +174,42 @@ fn write_scale(cx: &Ctx<'_>, scale: &Value) -> ApiResult<Response<Body>> {
         .and_then(Value::as_str)
         .map(crate::meta::parse_rv)
         .transpose()?;
+    let manager = field_manager(cx)?;
     let a = api(cx)?;
-    let o = a.modify(&cx.info, cx.namespace(), &cx.ri.name, None, |v| {
-        if rv.is_some_and(|rv| {
-            Some(rv.to_string().as_str())
-                != v.pointer("/metadata/resourceVersion")
-                    .and_then(Value::as_str)
-        }) {
-            return Err(ApiError::conflict(
-                &cx.info.group,
-                &cx.info.resource,
-                &cx.ri.name,
-            ));
-        }
-        let mut cur = &mut *v;
-        for (i, seg) in path.iter().enumerate() {
-            if i == path.len() - 1 {
-                cur[seg.as_str()] = replicas.clone();
-            } else {
-                if !cur.get(seg.as_str()).is_some_and(Value::is_object) {
-                    cur[seg.as_str()] = json!({});
-                }
-                cur = &mut cur[seg.as_str()];
+    // kube-apiserver records a scale write as an Update of the scale subresource.
+    let manager = FieldManager::Record(&manager);
+    let o = a.modify_as(
+        &cx.info,
+        cx.namespace(),
+        &cx.ri.name,
+        Some("scale"),
+        manager,
+        |v| {
+            if rv.is_some_and(|rv| {
+                Some(rv.to_string().as_str())
+                    != v.pointer("/metadata/resourceVersion")
+                        .and_then(Value::as_str)
+            }) {
+                return Err(ApiError::conflict(
+                    &cx.info.group,
+                    &cx.info.resource,
+                    &cx.ri.name,
+                ));
             }
-        }
-        Ok(true)
-    })?;
+            let mut cur = &mut *v;
+            for (i, seg) in path.iter().enumerate() {
+                if i == path.len() - 1 {
+                    cur[seg.as_str()] = replicas.clone();
+                } else {
+                    if !cur.get(seg.as_str()).is_some_and(Value::is_object) {
+                        cur[seg.as_str()] = json!({});
+                    }
+                    cur = &mut cur[seg.as_str()];
+                }
+            }
+            Ok(true)
+        },
+    )?;
     Ok(value_response(
         200,
         &scale_of(&cx.info, &convert::served_value(&cx.info, &o)),

@@ -390,13 +390,32 @@ async fn generation_and_status_subresource() {
     let s = api
         .patch_scale(
             "web",
-            &PatchParams::default(),
+            &PatchParams {
+                field_manager: Some("scaler".into()),
+                ..Default::default()
+            },
             &Patch::Merge(json!({"spec": {"replicas": 5}})),
         )
         .await
         .unwrap();
     assert_eq!(s.spec.unwrap().replicas, Some(5));
-    assert_eq!(api.get("web").await.unwrap().spec.replicas, Some(5));
+    let scaled = api.get("web").await.unwrap();
+    assert_eq!(scaled.spec.replicas, Some(5));
+    // The scale write is recorded like kube-apiserver records it: an Update of `scale`.
+    let entry = scaled
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .find(|m| m.manager.as_deref() == Some("scaler"))
+        .expect("a managedFields entry for the scaler");
+    assert_eq!(entry.operation.as_deref(), Some("Update"));
+    assert_eq!(entry.subresource.as_deref(), Some("scale"));
+    let fields = serde_json::to_value(&entry.fields_v1).unwrap();
+    assert!(
+        fields.pointer("/f:spec/f:replicas").is_some(),
+        "the scaler owns spec.replicas: {fields}"
+    );
 }
 
 #[tokio::test]
