@@ -1,6 +1,9 @@
 //! `dev`: the provider against an embedded control plane with a simulated openMCP platform, one
 //! ControlPlane and one Service API object, with kubeconfigs for every cluster written for
-//! kubectl. What `cargo run --example velero` does on a machine with no cluster configured.
+//! kubectl. A provider declared with `kcp` also gets an embedded kcp: a provider workspace
+//! exporting its API and two consumer workspaces bound to the export, each with a sample
+//! object, served by kcp mode in the same process. What `cargo run --example velero` does on a
+//! machine with no cluster configured.
 //!
 //! The platform comes from [`crate::dev::TestEnv`] (the same one the tests and benchmarks use);
 //! the provider runs in this process with the platform identity `init` would have given it (its
@@ -10,7 +13,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 use kube::api::{ApiResource, DynamicObject, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -19,6 +22,8 @@ use serde_json::{Value, json};
 
 use crate::access::clients::ClientFactory;
 use crate::dev::TestEnv;
+use crate::dev::kcp::workspace_kubeconfig_stem;
+use crate::kcp::KcpSettings;
 use crate::ops::shutdown_signal;
 use crate::provider::{Reconcile, ServiceProvider};
 use crate::runner::{RunOptions, Runtime};
@@ -28,6 +33,10 @@ use crate::status::ServiceStatus;
 pub const DEV_NAMESPACE: &str = "project-dev--ws-dev";
 /// The name of the sample ControlPlane and Service API object.
 pub const DEV_NAME: &str = "dev";
+/// How many consumer workspaces `dev` binds to the export of a provider declared with `kcp`.
+pub const DEV_KCP_CONSUMERS: usize = 2;
+/// The namespace of the sample object in each consumer workspace.
+pub const DEV_KCP_NAMESPACE: &str = "default";
 
 /// What the sample objects look like; generated from the CRDs when the author gives none.
 #[derive(Clone, Debug, Default)]
@@ -77,14 +86,19 @@ pub async fn run<P: Reconcile>(options: DevOptions) -> Result<(), String> {
         "dev: starting an embedded control plane with a simulated openMCP platform for {}",
         info.kind
     );
-    let env = TestEnv::builder()
+    let mut builder = TestEnv::builder()
         .provider::<P>()
         .provider_name(&options.provider_name)
         .provider_config(config_spec)
-        .control_plane(DEV_NAMESPACE, DEV_NAME)
-        .start()
-        .await
-        .map_err(|e| format!("dev: {e}"))?;
+        .control_plane(DEV_NAMESPACE, DEV_NAME);
+    if info.kcp {
+        println!(
+            "dev: {} is declared with kcp: also starting kcp with a provider workspace and {DEV_KCP_CONSUMERS} consumer workspaces bound to its export",
+            info.kind
+        );
+        builder = builder.kcp(DEV_KCP_CONSUMERS);
+    }
+    let env = builder.start().await.map_err(|e| format!("dev: {e}"))?;
     let provider = env
         .provider()
         .ok_or_else(|| "dev: the simulated platform did not install the provider".to_owned())?;
@@ -122,7 +136,60 @@ pub async fn run<P: Reconcile>(options: DevOptions) -> Result<(), String> {
         "dev: created {} {DEV_NAMESPACE}/{DEV_NAME} for ControlPlane {DEV_NAMESPACE}/{DEV_NAME}",
         info.kind
     );
-    follow::<P>(&env, Duration::from_secs(120)).await;
+    let mut followed = vec![
+        follow(
+            Api::<P>::namespaced(env.onboarding().client(), DEV_NAMESPACE),
+            format!("{} {DEV_NAME}", info.kind),
+            FOLLOW_TIMEOUT,
+        )
+        .boxed(),
+    ];
+    if let Some(kcp) = env.kcp() {
+        let settings = KcpSettings::new(
+            &info,
+            kcp.provider_kubeconfig()
+                .ok_or_else(|| "dev: kcp has no identity for the provider".to_owned())?
+                .as_bytes(),
+        );
+        runtime
+            .start_kcp(settings)
+            .await
+            .map_err(|e| format!("dev: kcp mode: {e}"))?;
+        println!(
+            "dev: kcp mode is running for export {} in workspace {}",
+            kcp.export_name().unwrap_or_default(),
+            kcp.provider_workspace().path
+        );
+        for ws in kcp.consumers() {
+            let objects: Api<DynamicObject> =
+                Api::namespaced_with(kcp.client(&ws.path), DEV_KCP_NAMESPACE, &resource);
+            let mut object = DynamicObject::new(DEV_NAME, &resource).within(DEV_KCP_NAMESPACE);
+            object.data = json!({ "spec": object_spec });
+            match objects.create(&PostParams::default(), &object).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) => {
+                    return Err(format!(
+                        "dev: creating the sample {} in workspace {}: {e}",
+                        info.kind, ws.path
+                    ));
+                }
+            }
+            println!(
+                "dev: created {} {DEV_KCP_NAMESPACE}/{DEV_NAME} in workspace {}",
+                info.kind, ws.path
+            );
+            followed.push(
+                follow(
+                    Api::<P>::namespaced(kcp.client(&ws.path), DEV_KCP_NAMESPACE),
+                    format!("{} {DEV_NAME} in {}", info.kind, ws.path),
+                    FOLLOW_TIMEOUT,
+                )
+                .boxed(),
+            );
+        }
+    }
+    futures::future::join_all(followed).await;
 
     let dir = options
         .kubeconfig_dir
@@ -136,21 +203,38 @@ pub async fn run<P: Reconcile>(options: DevOptions) -> Result<(), String> {
         println!("  {}", path.display());
     }
     println!(
-        "\ntry:\n  kubectl --kubeconfig {} get {} -A\n  kubectl --kubeconfig {} get accessrequests -A\n\nserving until Ctrl-C",
+        "\ntry:\n  kubectl --kubeconfig {} get {} -A\n  kubectl --kubeconfig {} get accessrequests -A",
         dir.join("onboarding.kubeconfig").display(),
         info.plural,
         dir.join("platform.kubeconfig").display(),
     );
+    if let Some(kcp) = env.kcp() {
+        for ws in kcp.consumers() {
+            println!(
+                "  kubectl --kubeconfig {} get {} -A      # consumer workspace {}",
+                dir.join(format!(
+                    "{}.kubeconfig",
+                    workspace_kubeconfig_stem(&ws.path)
+                ))
+                .display(),
+                info.plural,
+                ws.path,
+            );
+        }
+    }
+    println!("\nserving until Ctrl-C");
     runtime.run_until(shutdown_signal()).await;
     env.stop();
     println!("dev: stopped");
     Ok(())
 }
 
-/// Prints the sample object's phase and `Ready` condition as they change, until it is Ready or
-/// `timeout` passes.
-async fn follow<P: ServiceProvider>(env: &TestEnv, timeout: Duration) {
-    let api: Api<P> = Api::namespaced(env.onboarding().client(), DEV_NAMESPACE);
+/// How long `dev` follows a sample object before it prints the kubeconfigs anyway.
+const FOLLOW_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Prints the phase and `Ready` condition of the sample object `DEV_NAME` in `api` (`what`
+/// names it) as they change, until it is Ready or `timeout` passes.
+async fn follow<P: ServiceProvider>(api: Api<P>, what: String, timeout: Duration) {
     let config = watcher::Config::default().fields(&format!("metadata.name={DEV_NAME}"));
     let stream = watcher(api, config).applied_objects().default_backoff();
     let follow = async {
@@ -162,7 +246,7 @@ async fn follow<P: ServiceProvider>(env: &TestEnv, timeout: Duration) {
             };
             let line = describe(status);
             if line != last {
-                println!("dev: {} {DEV_NAME}: {line}", P::INFO.kind);
+                println!("dev: {what}: {line}");
                 last = line;
             }
             if status.phase == Some(crate::status::Phase::Ready) {
@@ -172,7 +256,7 @@ async fn follow<P: ServiceProvider>(env: &TestEnv, timeout: Duration) {
     };
     if tokio::time::timeout(timeout, follow).await.is_err() {
         println!(
-            "dev: not Ready after {timeout:?}; it keeps reconciling, look at its status with kubectl"
+            "dev: {what} not Ready after {timeout:?}; it keeps reconciling, look at its status with kubectl"
         );
     }
 }

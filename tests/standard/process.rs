@@ -472,6 +472,46 @@ async fn dev_serves_a_ready_object_and_writes_kubeconfigs() {
     ] {
         assert!(dir.join(file).exists(), "{file} written");
     }
+    // Velero is declared with `kcp`: two consumer workspaces bound to its export, each with a
+    // sample object served by kcp mode, their kubeconfigs written and printed.
+    for ws in ["root:consumer-0", "root:consumer-1"] {
+        let file = dir.join(format!("kcp-{}.kubeconfig", ws.replace(':', "-")));
+        assert!(
+            stdout.contains(&file.display().to_string()),
+            "{} printed:\n{stdout}",
+            file.display()
+        );
+        let kubeconfig = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let client = service_provider::access::clients::ClientFactory::new()
+            .client(&kubeconfig)
+            .await
+            .unwrap();
+        let velero = common::wait(
+            &Api::<Velero>::namespaced(client, "default"),
+            "dev",
+            common::ready::<Velero>,
+        )
+        .await;
+        assert!(velero.is_some(), "the sample Velero in {ws} is Ready");
+        let kubectl = tokio::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&file)
+            .args(["get", "veleros", "-A"])
+            .output()
+            .await
+            .expect("kubectl runs");
+        let out = String::from_utf8_lossy(&kubectl.stdout);
+        assert!(
+            kubectl.status.success(),
+            "kubectl get veleros -A in {ws}: {}",
+            String::from_utf8_lossy(&kubectl.stderr)
+        );
+        assert!(
+            out.lines()
+                .any(|l| l.split_whitespace().take(2).eq(["default", "dev"])),
+            "kubectl lists the sample in {ws}:\n{out}"
+        );
+    }
     process.terminate();
     assert_eq!(process.wait(TIMEOUT).await.code(), Some(0));
 }

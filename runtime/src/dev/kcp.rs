@@ -122,12 +122,19 @@ impl KcpEnv {
         }
         for c in &self.consumers {
             v.push((
-                format!("kcp-{}", c.path.replace(':', "-")),
+                workspace_kubeconfig_stem(&c.path),
                 self.kcp.kubeconfig(&c.path),
             ));
         }
         v
     }
+}
+
+/// The name (without `.kubeconfig`) of the admin kubeconfig file
+/// [`crate::dev::TestEnv::write_kubeconfigs`] writes for workspace `path`: `root:consumer-0` →
+/// `kcp-root-consumer-0`.
+pub fn workspace_kubeconfig_stem(path: &str) -> String {
+    format!("kcp-{}", path.replace(':', "-"))
 }
 
 /// Starts kcp, the workspaces, and (for a kcp provider) the export, bindings and identity.
