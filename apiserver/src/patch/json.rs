@@ -47,10 +47,36 @@ pub fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchError> {
         parsed.push(operation);
     }
     let mut patched = doc.clone();
-    json_patch::patch_unsafe(&mut patched, &parsed)
-        .map_err(|e| PatchError::NotApplicable(describe_failure(ops, &e)))?;
+    for (index, operation) in parsed.iter().enumerate() {
+        if tests_absent_as_null(&patched, operation) {
+            continue;
+        }
+        json_patch::patch_unsafe(&mut patched, std::slice::from_ref(operation)).map_err(
+            |mut e| {
+                e.operation = index;
+                PatchError::NotApplicable(describe_failure(ops, &e))
+            },
+        )?;
+    }
     *doc = patched;
     Ok(())
+}
+
+/// Whether `operation` is a `test` for `null` of a member that is absent from an existing object:
+/// evanphx/json-patch (and so kube-apiserver) lets that pass, where RFC 6902 and the `json-patch`
+/// crate fail it. kube-runtime's `finalizer` helper relies on it to add the first finalizer
+/// (`test /metadata/finalizers null`, then `add`).
+fn tests_absent_as_null(doc: &Value, operation: &json_patch::PatchOperation) -> bool {
+    let json_patch::PatchOperation::Test(test) = operation else {
+        return false;
+    };
+    if !test.value.is_null() || test.path.resolve(doc).is_ok() {
+        return false;
+    }
+    test.path
+        .parent()
+        .and_then(|parent| parent.resolve(doc).ok())
+        .is_some_and(|parent| parent.is_object() || parent.is_array())
 }
 
 fn go_type(v: &Value) -> &'static str {
@@ -112,6 +138,24 @@ mod tests {
         )
         .unwrap();
         assert_eq!(doc, json!({"a": {"c": 2, "e": {"y": 1}}, "l": [3]}));
+    }
+
+    #[test]
+    fn test_for_null_passes_on_an_absent_member_like_kube_apiserver() {
+        let mut doc = json!({"metadata": {"name": "a"}});
+        let patch = json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["f"]},
+        ]);
+        json_patch(&mut doc, &patch).unwrap();
+        assert_eq!(doc, json!({"metadata": {"name": "a", "finalizers": ["f"]}}));
+        // Present now: the same test fails, and a missing parent still fails.
+        assert!(matches!(
+            json_patch(&mut doc, &patch),
+            Err(PatchError::NotApplicable(_))
+        ));
+        let missing_parent = json!([{"op": "test", "path": "/spec/x", "value": null}]);
+        assert!(json_patch(&mut doc, &missing_parent).is_err());
     }
 
     #[test]
