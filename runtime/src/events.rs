@@ -9,9 +9,15 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 /// Writes Events with one client as one reporting controller. Cheap to clone.
+///
+/// Each [`ObjectEvents`] gets a `Recorder` of its own, so series deduplication spans what one
+/// reconcile records. One `Recorder` shared by every object would keep every Event written in the
+/// last six minutes in memory and scan them all, under one lock, on each publish: with thousands of
+/// tenants waiting for access at once that is megabytes and a quadratic slowdown, for deduplicating
+/// Events that, recorded on transitions only, rarely repeat within a reconcile's reach anyway.
 #[derive(Clone)]
 pub struct EventRecorder {
-    recorder: Option<Recorder>,
+    recorder: Option<(kube::Client, Reporter)>,
 }
 
 impl std::fmt::Debug for EventRecorder {
@@ -25,7 +31,7 @@ impl EventRecorder {
     /// `instance` (the pod name, when known).
     pub fn new(client: kube::Client, controller: &str, instance: Option<String>) -> Self {
         EventRecorder {
-            recorder: Some(Recorder::new(
+            recorder: Some((
                 client,
                 Reporter {
                     controller: controller.to_owned(),
@@ -43,7 +49,10 @@ impl EventRecorder {
     /// Events about `object`.
     pub fn for_object(&self, object: ObjectReference) -> ObjectEvents {
         ObjectEvents {
-            recorder: self.recorder.clone(),
+            recorder: self
+                .recorder
+                .as_ref()
+                .map(|(client, reporter)| Recorder::new(client.clone(), reporter.clone())),
             object,
         }
     }
