@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo bench --bench standard                       # 1,000 / 200 / 10,000 objects
 //! cargo bench --bench standard -- --objects 300 --latency 50 --memory 1000
+//! cargo bench --bench standard -- --baseline-first   # the hand-written controller runs first
 //! ```
 //!
 //! Measured, for both implementations:
@@ -311,8 +312,19 @@ async fn create(env: &TestEnv, name: &str, label: &str) {
         .expect("create");
 }
 
-/// Requests the servers counted, by (verb, resource), over the platform, onboarding and tenant
-/// clusters.
+/// Which cluster a counted request went to: `platform`, `onboarding` or `tenant` (an MCP).
+fn cluster_class(env: &TestEnv, label: &str) -> &'static str {
+    if label == env.platform().name() {
+        "platform"
+    } else if label == env.onboarding().name() {
+        "onboarding"
+    } else {
+        "tenant"
+    }
+}
+
+/// Requests the servers counted, by (verb, cluster class/resource), over the platform,
+/// onboarding and tenant clusters.
 fn snapshot(env: &TestEnv) -> HashMap<(String, String), u64> {
     let mut out = HashMap::new();
     let mut shards: Vec<Arc<service_provider_apiserver::Shard>> = Vec::new();
@@ -325,10 +337,38 @@ fn snapshot(env: &TestEnv) -> HashMap<(String, String), u64> {
         }
         shards.push(handle.shard().clone());
         for (key, n) in handle.counters().snapshot() {
-            *out.entry((key.verb, key.resource)).or_insert(0) += n;
+            let resource = format!("{}/{}", cluster_class(env, &key.cluster), key.resource);
+            *out.entry((key.verb, resource)).or_insert(0) += n;
         }
     }
     out
+}
+
+/// The counters once they stopped moving (nothing counted for 500 ms, at most 10 s): writes that
+/// follow a Ready (late Events, echoes of the runtime's own writes) belong to the measurement too.
+async fn settled(env: &TestEnv) -> HashMap<(String, String), u64> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = snapshot(env);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = snapshot(env);
+        if now == last || Instant::now() > deadline {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// What the servers counted, per object, by verb and resource (watches and the benchmark's own
+/// creates included), for the record.
+fn print_calls(what: &str, calls: &HashMap<(String, String), u64>, per: usize) {
+    let mut rows: Vec<_> = calls.iter().collect();
+    rows.sort();
+    let rows: Vec<String> = rows
+        .into_iter()
+        .map(|((verb, resource), n)| format!("{verb} {resource}: {:.2}", *n as f64 / per as f64))
+        .collect();
+    eprintln!("{what}, requests per object: {}", rows.join(", "));
 }
 
 fn diff(
@@ -342,15 +382,27 @@ fn diff(
         .collect()
 }
 
-/// Writes a provider makes from create to Ready: on its Service API objects (finalizer,
-/// status), Events, and the access objects and namespaces it creates.
+/// Writes a provider makes from create to Ready: on its Service API objects on the onboarding
+/// cluster (finalizer, status, Events), and the access objects and namespaces it creates on the
+/// platform cluster. Not counted: what the simulated platform writes to grant access (the
+/// AccessRequest's finalizer and status, the ServiceAccount, its RBAC, token and namespace in the
+/// MCP, the kubeconfig Secret); the counters cannot tell users apart, so this goes by cluster,
+/// verb and resource.
 fn provider_writes(calls: &HashMap<(String, String), u64>) -> u64 {
     calls
         .iter()
         .filter(|((verb, resource), _)| match verb.as_str() {
-            "patch" | "update" => resource == "benches" || resource == "benches/status",
-            "create" => ["events", "accessrequests", "clusterrequests", "namespaces"]
-                .contains(&resource.as_str()),
+            "patch" | "update" => {
+                ["onboarding/benches", "onboarding/benches/status"].contains(&resource.as_str())
+            }
+            "create" => [
+                "onboarding/events",
+                "platform/events",
+                "platform/accessrequests",
+                "platform/clusterrequests",
+                "platform/namespaces",
+            ]
+            .contains(&resource.as_str()),
             _ => false,
         })
         .map(|(_, n)| n)
@@ -500,7 +552,8 @@ async fn measure(
         .await;
     let done = ready.wait(&names).await;
     results.throughput = objects as f64 / done.duration_since(started).as_secs_f64();
-    let calls = diff(&before, &snapshot(env));
+    let calls = diff(&before, &settled(env).await);
+    print_calls(&format!("{label}: create to Ready"), &calls, objects);
     results.writes_per_object = provider_writes(&calls) as f64 / objects as f64;
 
     // No-op: reconcile every object once more.
@@ -516,8 +569,14 @@ async fn measure(
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let calls = diff(&before_calls, &settled(env).await);
     let reconciled = implementation.reconciles() - before;
-    let (reads, writes) = reads_and_writes(&diff(&before_calls, &snapshot(env)));
+    print_calls(
+        &format!("{label}: no-op reconcile ({reconciled} reconciles)"),
+        &calls,
+        reconciled as usize,
+    );
+    let (reads, writes) = reads_and_writes(&calls);
     results.noop_reads = reads as f64 / reconciled as f64;
     results.noop_writes = writes as f64 / reconciled as f64;
     results
@@ -584,8 +643,24 @@ async fn memory(objects: usize) -> (Option<(f64, f64)>, Option<(f64, f64)>) {
     let _watch = ready.watch(env.onboarding().client());
     let names: Vec<String> = cps.iter().map(|c| c.name.clone()).collect();
 
+    // `SP_BENCH_WRAP="heaptrack -o /tmp/hp-{role}"` (or `perf record -g -o /tmp/{role}.data`)
+    // runs each child under a profiler; the memory figures then belong to the wrapper.
+    let wrap: Vec<String> = std::env::var("SP_BENCH_WRAP")
+        .map(|w| w.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default();
     let spawn = |role: &str| {
-        std::process::Command::new(std::env::current_exe().unwrap())
+        let exe = std::env::current_exe().unwrap();
+        let mut command = match wrap.split_first() {
+            Some((program, args)) => {
+                let mut command = std::process::Command::new(program);
+                command
+                    .args(args.iter().map(|a| a.replace("{role}", role)))
+                    .arg(&exe);
+                command
+            }
+            None => std::process::Command::new(&exe),
+        };
+        command
             .env("SP_BENCH_CHILD", role)
             .env(
                 "SP_BENCH_PLATFORM",
@@ -699,6 +774,7 @@ fn main() {
     let objects = arg(&args, "--objects", 1000);
     let latency = arg(&args, "--latency", 200);
     let memory_objects = arg(&args, "--memory", 10_000);
+    let baseline_first = args.iter().any(|a| a == "--baseline-first");
     runtime.block_on(async move {
         let mut cps = control_planes("ours", latency, objects);
         cps.extend(control_planes("base", latency, objects));
@@ -708,12 +784,27 @@ fn main() {
         let ready = ReadyTimes::default();
         let _watch = ready.watch(env.onboarding().client());
 
-        let ours = start_runtime(&env).await;
-        let mut ours_results = measure(&env, &ready, &ours, "ours", latency, objects).await;
-        ours.stop().await;
-        let baseline = start_baseline(&env);
-        let mut base_results = measure(&env, &ready, &baseline, "base", latency, objects).await;
-        baseline.stop().await;
+        // The second one runs against a server holding the first one's objects too:
+        // `--baseline-first` swaps the order to see what that costs.
+        let run_ours = async {
+            let ours = start_runtime(&env).await;
+            let results = measure(&env, &ready, &ours, "ours", latency, objects).await;
+            ours.stop().await;
+            results
+        };
+        let run_base = async {
+            let baseline = start_baseline(&env);
+            let results = measure(&env, &ready, &baseline, "base", latency, objects).await;
+            baseline.stop().await;
+            results
+        };
+        let (mut ours_results, mut base_results) = if baseline_first {
+            let base = run_base.await;
+            (run_ours.await, base)
+        } else {
+            let ours = run_ours.await;
+            (ours, run_base.await)
+        };
         env.stop();
         drop(env);
 
