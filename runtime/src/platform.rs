@@ -28,6 +28,7 @@ use crate::access::{AccessManager, KubeconfigStore, owner_of};
 use crate::cache::{Cache, Change, ObjectKey, reflect, strip_managed_fields};
 use crate::controller::Triggers;
 use crate::controller::status::{merge_patch, set_condition};
+use crate::openmcp::clusters::RequestStatus;
 use crate::openmcp::constants::MANAGED_BY_LABEL;
 use crate::openmcp::{AccessRequest, ClusterRequest};
 use crate::provider::ServiceProvider;
@@ -337,7 +338,7 @@ impl<P: ServiceProvider> Platform<P> {
             stream,
             self.access.access_requests().clone(),
             ObjectKey::of,
-            strip_managed_fields,
+            trim_access_request,
             move |_, change| {
                 let object = change.new.or(change.old);
                 if change.new.is_none()
@@ -527,6 +528,22 @@ fn collect_strings(value: &serde_json::Value, out: &mut HashSet<String>) {
 /// Whether `config` asks for a workload cluster for providers that declared one optional.
 pub fn config_wants_workload<C: ProviderConfigResource>(config: &C) -> bool {
     config.common().workload_cluster.is_some()
+}
+
+/// What the cache keeps of an AccessRequest: one per tenant, so every field counts. The runtime
+/// reads labels, spec, phase, observedGeneration and the Secret reference, and the conditions
+/// only to explain a request that is not granted; it writes back with merge patches only, so
+/// nothing dropped here is ever written away.
+fn trim_access_request(request: &mut AccessRequest) {
+    strip_managed_fields(request);
+    let meta = &mut request.metadata;
+    meta.annotations = None;
+    meta.owner_references = None;
+    if let Some(status) = request.status.as_mut()
+        && status.is_granted()
+    {
+        status.common.conditions = Vec::new();
+    }
 }
 
 #[cfg(test)]
