@@ -21,6 +21,7 @@
 //! Both use 16 concurrent reconciles.
 
 use std::collections::HashMap;
+use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -673,11 +674,21 @@ async fn memory(objects: usize) -> (Option<(f64, f64)>, Option<(f64, f64)>) {
             .env("SP_BENCH_ONBOARDING", &onboarding)
             .env("POD_NAMESPACE", env.pod_namespace())
             .stdout(std::process::Stdio::null())
+            // Its own process group, so that a profiler wrapper goes with the child.
+            .process_group(0)
             .spawn()
             .expect("child")
     };
+    let stop = |mut child: std::process::Child| {
+        let group = format!("-{}", child.id());
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .status();
+        let _ = child.wait();
+    };
 
-    let mut ours = spawn("ours");
+    let before = snapshot(&env);
+    let ours = spawn("ours");
     let started = Instant::now();
     futures::stream::iter(names.iter())
         .for_each_concurrent(64, |n| create(&env, n, "ours"))
@@ -688,13 +699,14 @@ async fn memory(objects: usize) -> (Option<(f64, f64)>, Option<(f64, f64)>) {
         started.elapsed()
     );
     let ours_rss = rss_of(ours.id());
-    let _ = ours.kill();
-    let _ = ours.wait();
+    stop(ours);
+    print_calls("memory: ours", &diff(&before, &snapshot(&env)), objects);
 
     // The same objects, handed to the hand-written controller.
     let api: Api<Bench> = Api::namespaced(env.onboarding().client(), NAMESPACE);
     ready.times.lock().unwrap().clear();
-    let mut baseline = spawn("baseline");
+    let before = snapshot(&env);
+    let baseline = spawn("baseline");
     let started = Instant::now();
     futures::stream::iter(names.iter())
         .for_each_concurrent(64, |n| {
@@ -711,8 +723,8 @@ async fn memory(objects: usize) -> (Option<(f64, f64)>, Option<(f64, f64)>) {
         started.elapsed()
     );
     let baseline_rss = rss_of(baseline.id());
-    let _ = baseline.kill();
-    let _ = baseline.wait();
+    stop(baseline);
+    print_calls("memory: base", &diff(&before, &snapshot(&env)), objects);
     env.stop();
     (ours_rss, baseline_rss)
 }
