@@ -63,6 +63,7 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
     // The other shard goes down; its workspaces get objects meanwhile (through the front), its
     // watch history is forgotten, and it comes back: the watches resume into a 410 and list again.
     let other = kcp.shard(1).unwrap();
+    let lists_before_410 = object_lists(&other);
     other.stop().await;
     for ws in &on_other {
         common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
@@ -77,6 +78,12 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
         )
         .await;
     }
+    // The watch resumed from a resourceVersion the shard had forgotten: it got 410 Expired and
+    // listed again (kube's watcher lists only after a 410; the endpoints did not change).
+    assert!(
+        object_lists(&other) > lists_before_410,
+        "the provider listed the restarted shard's objects again after the 410"
+    );
     // From now on watches drop every 300 ms, every other time with the history forgotten.
     let chaos = {
         let kcp = kcp.clone();
@@ -223,4 +230,20 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
         "a resume from a forgotten resourceVersion listed again ({lists})"
     );
     common::stop(runtime).await;
+}
+
+/// Successful lists of the Service API objects through a shard's virtual workspace.
+fn object_lists(shard: &service_provider_apiserver::kcp::KcpShard) -> u64 {
+    shard
+        .counters()
+        .snapshot()
+        .into_iter()
+        .filter(|(k, _)| {
+            k.cluster == service_provider_apiserver::kcp::VIRTUAL_WORKSPACE_SURFACE
+                && k.verb == "list"
+                && k.resource == "veleros"
+                && k.code == 200
+        })
+        .map(|(_, n)| n)
+        .sum()
 }
