@@ -61,6 +61,9 @@ pub enum Requeue {
     Backoff,
 }
 
+/// Collections with room for more than this many keys are shrunk once they are mostly empty.
+const SHRINK_ABOVE: usize = 1024;
+
 struct State<K> {
     /// Keys ready to be handed out, in arrival order.
     ready: VecDeque<K>,
@@ -105,6 +108,31 @@ impl<K: Clone + Eq + Hash + Ord> State<K> {
         self.seq += 1;
         self.deadline.insert(key.clone(), (at, self.seq));
         self.delayed.insert((at, self.seq, key));
+    }
+
+    /// Gives back the room a burst left in the collections that drain (ready, running, dirty,
+    /// failures): with ten thousand keys triggered at once that is megabytes held for nothing
+    /// once the burst is over. Only a collection far larger than its contents is shrunk, so a
+    /// steady load does not reallocate.
+    fn shrink(&mut self) {
+        fn oversized(len: usize, capacity: usize) -> bool {
+            capacity > SHRINK_ABOVE && len < capacity / 8
+        }
+        if oversized(self.ready.len(), self.ready.capacity()) {
+            self.ready.shrink_to(self.ready.len() * 2);
+        }
+        if oversized(self.queued.len(), self.queued.capacity()) {
+            self.queued.shrink_to(self.queued.len() * 2);
+        }
+        if oversized(self.running.len(), self.running.capacity()) {
+            self.running.shrink_to(self.running.len() * 2);
+        }
+        if oversized(self.dirty.len(), self.dirty.capacity()) {
+            self.dirty.shrink_to(self.dirty.len() * 2);
+        }
+        if oversized(self.failures.len(), self.failures.capacity()) {
+            self.failures.shrink_to(self.failures.len() * 2);
+        }
     }
 
     /// Moves every delayed key whose deadline passed into `ready`; returns the next deadline.
@@ -265,6 +293,7 @@ impl<K: Clone + Eq + Hash + Ord + Send + 'static> Queue<K> {
                 let at = Instant::now() + delay;
                 state.schedule(key.clone(), at);
             }
+            state.shrink();
         }
         self.notify.notify_one();
     }

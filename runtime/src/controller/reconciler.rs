@@ -270,10 +270,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                 }
             },
         };
-        self.waiting_since
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+        self.stop_waiting(id);
 
         let cx = match self.context(id, &object, &config, mcp, workload) {
             Ok(cx) => cx,
@@ -645,11 +642,21 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
     }
 
     fn forget(&self, id: &Identity) {
-        self.waiting_since
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+        self.stop_waiting(id);
         self.source.forget(id);
+    }
+
+    /// `id` no longer waits for access. The map is shrunk once mostly empty: after thousands of
+    /// tenants waited at once, its room would otherwise stay allocated.
+    fn stop_waiting(&self, id: &Identity) {
+        let mut waiting = self.waiting_since.lock().unwrap_or_else(|e| e.into_inner());
+        if waiting.remove(id).is_some()
+            && waiting.capacity() > 1024
+            && waiting.len() < waiting.capacity() / 8
+        {
+            let len = waiting.len();
+            waiting.shrink_to(len * 2);
+        }
     }
 
     async fn patch_object(
