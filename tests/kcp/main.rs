@@ -18,4 +18,8 @@ mod replicas;
 mod schema;
 mod singleton;
 mod supplied;
+// Shared with the other end-to-end binary, which uses other parts of it.
+#[allow(dead_code)]
+#[path = "../support/mod.rs"]
+mod support;
 mod tokens;

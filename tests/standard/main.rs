@@ -15,3 +15,7 @@ mod leader;
 mod lifecycle;
 mod metrics;
 mod process;
+// Shared with the other end-to-end binary, which uses other parts of it.
+#[allow(dead_code)]
+#[path = "../support/mod.rs"]
+mod support;

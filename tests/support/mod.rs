@@ -1,0 +1,124 @@
+//! What the end-to-end test binaries (`tests/standard`, `tests/kcp`) share: the timeout, logs,
+//! the provider's platform client, stopping a runtime, and the conditions they wait for. Each
+//! binary loads it with `#[path]` and re-exports it from its `common` module.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use service_provider::dev::TestEnv;
+use service_provider::kube::{Api, Resource};
+use service_provider::runner::Runtime;
+use service_provider::{Phase, Reconcile, ServiceProvider};
+
+/// Generous: the whole suite shares two cores.
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Installs `tracing` output once when `RUST_LOG` is set (for debugging a failing test).
+pub fn logs() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+}
+
+/// The provider's platform client: its ServiceAccount, bound to the generated ClusterRole only.
+pub async fn provider_platform_client(env: &TestEnv) -> service_provider::kube::Client {
+    let kubeconfig = env
+        .provider()
+        .expect("a provider is installed")
+        .platform_kubeconfig();
+    service_provider::access::clients::ClientFactory::new()
+        .client(kubeconfig.as_bytes())
+        .await
+        .expect("the provider's kubeconfig works")
+}
+
+/// Stops a runtime and waits until its reconciles finished.
+pub async fn stop<P: Reconcile>(runtime: Runtime<P>) {
+    runtime.shutdown();
+    tokio::time::timeout(TIMEOUT, runtime.wait())
+        .await
+        .expect("the runtime stops");
+}
+
+/// Ready, for the object's current generation.
+pub fn ready<P: ServiceProvider>(object: Option<&P>) -> bool {
+    object.is_some_and(|o| {
+        o.status().is_some_and(|s| {
+            s.phase == Some(Phase::Ready) && s.observed_generation == o.meta().generation
+        })
+    })
+}
+
+/// The `Ready` condition's (status, reason, message).
+pub fn ready_condition<P: ServiceProvider>(object: &P) -> Option<(String, String, String)> {
+    let c = object.status()?.condition("Ready")?;
+    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+/// Waits until `object` satisfies `condition`, watching it; returns it.
+pub async fn wait<K>(
+    api: &Api<K>,
+    name: &str,
+    condition: impl Fn(Option<&K>) -> bool + Send + 'static,
+) -> Option<K>
+where
+    K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Default,
+{
+    let condition = std::sync::Arc::new(condition);
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let check = condition.clone();
+        let left = deadline.saturating_duration_since(Instant::now());
+        match service_provider_apiserver::wait_for(api, name, left, move |o: Option<&K>| check(o))
+            .await
+        {
+            Ok(found) => return found,
+            // A connection the test's own client lost (a restarted shard): watch again.
+            Err(service_provider_apiserver::WaitError::Watch { .. })
+                if Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("waiting for {name}: {e}"),
+        }
+    }
+}
+
+/// Waits until `check` returns `Some`, checking again with a growing interval; for conditions
+/// over many objects or several clusters, where no single watch says it.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let started = Instant::now();
+    let mut interval = Duration::from_millis(20);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            started.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(interval).await;
+        interval = (interval * 2).min(Duration::from_millis(500));
+    }
+}
+
+/// Every request a kcp shard answered with 403, by surface, verb and resource: the provider must
+/// never be refused what it needs.
+pub fn forbidden(counters: &service_provider_apiserver::Counters) -> Vec<String> {
+    counters
+        .snapshot()
+        .into_iter()
+        .filter(|(k, _)| k.code == 403)
+        .map(|(k, n)| format!("{} {} {} x{n}", k.cluster, k.verb, k.resource))
+        .collect()
+}
