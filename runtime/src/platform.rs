@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::clients::ClientFactory;
 use crate::access::{AccessManager, KubeconfigStore, owner_of};
-use crate::cache::{Cache, Change, ObjectKey, reflect, strip_managed_fields};
+use crate::cache::{Cache, Change, ObjectKey, compact_meta, reflect};
 use crate::controller::Triggers;
 use crate::controller::status::{merge_patch, set_condition};
 use crate::openmcp::clusters::RequestStatus;
@@ -241,7 +241,7 @@ impl<P: ServiceProvider> Platform<P> {
             stream,
             self.config_synced.clone(),
             move |o: &DynamicObject| o.metadata.name.clone().filter(|n| *n == name),
-            strip_managed_fields,
+            compact_meta,
             move |_, change| this.config_changed(change),
         )
         .await;
@@ -369,7 +369,7 @@ impl<P: ServiceProvider> Platform<P> {
             stream,
             self.access.cluster_requests().clone(),
             ObjectKey::of,
-            strip_managed_fields,
+            compact_meta,
             move |_, change| {
                 if let Some(owner) = change.new.or(change.old).and_then(|o| owner_of(o.labels())) {
                     tracing::debug!(object = %owner, "ClusterRequest changed");
@@ -535,10 +535,17 @@ pub fn config_wants_workload<C: ProviderConfigResource>(config: &C) -> bool {
 /// only to explain a request that is not granted; it writes back with merge patches only, so
 /// nothing dropped here is ever written away.
 fn trim_access_request(request: &mut AccessRequest) {
-    strip_managed_fields(request);
+    compact_meta(request);
     let meta = &mut request.metadata;
     meta.annotations = None;
     meta.owner_references = None;
+    if let Some(token) = request.spec.token.as_mut() {
+        token.permissions.shrink_to_fit();
+        for permissions in &mut token.permissions {
+            permissions.rules.shrink_to_fit();
+        }
+        token.role_refs.shrink_to_fit();
+    }
     if let Some(status) = request.status.as_mut()
         && status.is_granted()
     {

@@ -64,6 +64,16 @@ impl ProviderInfo {
     }
 }
 
+/// Trims a Service API object for a cache: [`compact_meta`](crate::cache::compact_meta), and
+/// no spare room in the status conditions (deserialized with room for four; one cached object per
+/// tenant object, so that is hundreds of bytes each).
+pub(crate) fn compact_object<P: ServiceProvider>(object: &mut P) {
+    crate::cache::compact_meta(object);
+    if let Some(status) = object.status_mut() {
+        status.conditions.shrink_to_fit();
+    }
+}
+
 /// A Service API type: the resource a tenant creates to ask for the service.
 ///
 /// Implemented by `#[service_provider]`; never by hand. The supertraits are what kube-derive's

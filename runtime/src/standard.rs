@@ -12,14 +12,14 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 
 use crate::access::{AccessState, Registration};
-use crate::cache::{Cache, Change, reflect, strip_managed_fields};
+use crate::cache::{Cache, Change, reflect};
 use crate::context::{Identity, Mode};
 use crate::controller::reconciler::access_error;
 use crate::controller::{Source, Triggers};
 use crate::error::Error;
 use crate::events::EventRecorder;
 use crate::platform::Platform;
-use crate::provider::ServiceProvider;
+use crate::provider::{ServiceProvider, compact_object};
 
 /// The standard-mode source. Cheap to share (`Arc`).
 pub struct Standard<P: ServiceProvider> {
@@ -61,7 +61,7 @@ impl<P: ServiceProvider> Standard<P> {
             stream,
             self.objects.clone(),
             identity_of,
-            strip_managed_fields,
+            compact_object,
             move |id, change| {
                 if needs_reconcile(&change) {
                     tracing::debug!(object = %id, "object changed");
@@ -114,7 +114,7 @@ impl<P: ServiceProvider> Source<P> for Standard<P> {
     }
 
     fn observe(&self, id: &Identity, mut object: P) {
-        strip_managed_fields(&mut object);
+        compact_object(&mut object);
         self.objects.insert_if_newer(id.clone(), Arc::new(object));
     }
 

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::AccessState;
 use crate::access::clients::scoped_client;
-use crate::cache::{Cache, Change, reflect, strip_managed_fields};
+use crate::cache::{Cache, Change, compact_meta, reflect};
 use crate::context::{Identity, Mode};
 use crate::controller::{Refusal, Source};
 use crate::error::Error;
@@ -40,7 +40,7 @@ use crate::kcp::v1alpha2::APIBinding;
 use crate::kcp::workspaces::Workspaces;
 use crate::kcp::{CLUSTER_ANNOTATION, guard};
 use crate::platform::Platform;
-use crate::provider::ServiceProvider;
+use crate::provider::{ServiceProvider, compact_object};
 use crate::standard::needs_reconcile;
 
 /// Reason of the `Ready` condition of an object that is not served because an older one serves
@@ -291,7 +291,7 @@ impl<P: ServiceProvider> KcpSource<P> {
             stream,
             self.slice.clone(),
             |s: &APIExportEndpointSlice| s.metadata.name.clone(),
-            strip_managed_fields,
+            compact_meta,
             move |_, change| {
                 let urls: BTreeSet<String> = change
                     .new
@@ -364,7 +364,7 @@ impl<P: ServiceProvider> KcpSource<P> {
             objects,
             ep.objects.clone(),
             kcp_identity,
-            strip_managed_fields,
+            compact_object,
             move |id, change| this.object_changed(&url, id, change),
         );
         let (this, url) = (self.clone(), ep.url.clone());
@@ -372,7 +372,7 @@ impl<P: ServiceProvider> KcpSource<P> {
             bindings,
             ep.bindings.clone(),
             binding_key,
-            strip_managed_fields,
+            compact_meta,
             move |key, change| this.binding_changed(&url, key, change),
         );
         tokio::select! {
@@ -567,7 +567,7 @@ impl<P: ServiceProvider> Source<P> for KcpSource<P> {
     }
 
     fn observe(&self, id: &Identity, mut object: P) {
-        strip_managed_fields(&mut object);
+        compact_object(&mut object);
         let home = id.cluster.as_deref().and_then(|c| self.home(c));
         if let Some(ep) = home {
             ep.objects.insert_if_newer(id.clone(), Arc::new(object));
