@@ -19,7 +19,7 @@ use kube::api::{
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use super::scheduler::{CONDITION_GRANTED, condition, has_condition};
+use super::scheduler::{CONDITION_GRANTED, condition, denial};
 use super::{
     Context, ENVIRONMENT, Grant, ObjKey, PROFILE, PROVIDER, ReconcileError, Result, Shared, code,
     create_if_missing, operation, set_finalizers, with_finalizer, without_finalizer,
@@ -29,9 +29,9 @@ use crate::dev::queue::Next;
 use crate::openmcp::clusters::TokenConfig;
 use crate::openmcp::common::RoleKind;
 use crate::openmcp::constants::{
-    CLUSTER_ACCESS_FINALIZER, PROFILE_LABEL, PROVIDER_LABEL, REQUEST_DENIED, REQUEST_GRANTED,
-    SECRET_KEY_CA_CRT, SECRET_KEY_CREATION_TIMESTAMP, SECRET_KEY_EXPIRATION_TIMESTAMP,
-    SECRET_KEY_HOST, SECRET_KEY_KUBECONFIG, SECRET_KEY_TOKEN,
+    CLUSTER_ACCESS_FINALIZER, PROFILE_LABEL, PROVIDER_LABEL, REQUEST_GRANTED, SECRET_KEY_CA_CRT,
+    SECRET_KEY_CREATION_TIMESTAMP, SECRET_KEY_EXPIRATION_TIMESTAMP, SECRET_KEY_HOST,
+    SECRET_KEY_KUBECONFIG, SECRET_KEY_TOKEN,
 };
 use crate::openmcp::naming::k8s_name_uuid;
 use crate::openmcp::{AccessRequest, Cluster, ClusterRequest, RequestStatus};
@@ -353,24 +353,11 @@ async fn deny(
     }
     let generation = ar.metadata.generation.unwrap_or(0);
     let status = ar.status.clone().unwrap_or_default();
-    if status.common.phase == REQUEST_DENIED
-        && status.common.observed_generation == generation
-        && has_condition(
-            &status.common.conditions,
-            CONDITION_GRANTED,
-            false,
-            reason,
-            message,
-        )
-    {
+    let Some(mut patch) = denial(&status.common, generation, reason, message) else {
         return Ok(Next::Done);
-    }
-    let patch = json!({"status": {
-        "phase": REQUEST_DENIED,
-        "observedGeneration": generation,
-        "secretRef": null,
-        "conditions": [condition(CONDITION_GRANTED, false, reason, message, generation)],
-    }});
+    };
+    // A denied request holds no kubeconfig any more.
+    patch["status"]["secretRef"] = serde_json::Value::Null;
     api.patch_status(
         &ar.name_any(),
         &PatchParams::default(),

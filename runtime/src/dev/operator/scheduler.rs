@@ -95,6 +95,32 @@ pub(crate) fn has_condition(
     })
 }
 
+/// The status patch that marks a request (ClusterRequest or AccessRequest) `Denied` for
+/// `reason`; `None` when its status says exactly that already, so a denial is written once.
+pub(crate) fn denial(
+    status: &crate::openmcp::common::CommonStatus,
+    generation: i64,
+    reason: &str,
+    message: &str,
+) -> Option<serde_json::Value> {
+    let written = status.phase == REQUEST_DENIED
+        && status.observed_generation == generation
+        && has_condition(
+            &status.conditions,
+            CONDITION_GRANTED,
+            false,
+            reason,
+            message,
+        );
+    (!written).then(|| {
+        json!({"status": {
+            "phase": REQUEST_DENIED,
+            "observedGeneration": generation,
+            "conditions": [condition(CONDITION_GRANTED, false, reason, message, generation)],
+        }})
+    })
+}
+
 /// Registers a fixed cluster (platform or onboarding) with its Cluster object `<purpose>` in
 /// the system namespace.
 pub(crate) async fn register_fixed(
@@ -450,23 +476,9 @@ async fn deny(
 ) -> Result<Next> {
     let generation = cr.metadata.generation.unwrap_or(0);
     let status = cr.status.clone().unwrap_or_default();
-    if status.common.phase == REQUEST_DENIED
-        && status.common.observed_generation == generation
-        && has_condition(
-            &status.common.conditions,
-            CONDITION_GRANTED,
-            false,
-            reason,
-            message,
-        )
-    {
+    let Some(patch) = denial(&status.common, generation, reason, message) else {
         return Ok(Next::Done);
-    }
-    let patch = json!({"status": {
-        "phase": REQUEST_DENIED,
-        "observedGeneration": generation,
-        "conditions": [condition(CONDITION_GRANTED, false, reason, message, generation)],
-    }});
+    };
     api.patch_status(
         &cr.name_any(),
         &PatchParams::default(),
