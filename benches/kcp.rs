@@ -261,18 +261,20 @@ async fn run(workspaces: usize, shards: usize, concurrency: usize) -> Results {
     .unwrap();
 
     let spawned = Instant::now();
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .env("SP_BENCH_CHILD", "provider")
-        .env("SP_BENCH_PLATFORM", &platform)
-        .env("SP_BENCH_KCP", &provider_ws)
-        .env("SP_BENCH_WORKSPACES", workspaces.to_string())
-        .env("SP_BENCH_CONCURRENCY", concurrency.to_string())
-        .env("POD_NAMESPACE", env.pod_namespace())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("the provider process starts");
+    let mut child = ProviderProcess(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .env("SP_BENCH_CHILD", "provider")
+            .env("SP_BENCH_PLATFORM", &platform)
+            .env("SP_BENCH_KCP", &provider_ws)
+            .env("SP_BENCH_WORKSPACES", workspaces.to_string())
+            .env("SP_BENCH_CONCURRENCY", concurrency.to_string())
+            .env("POD_NAMESPACE", env.pod_namespace())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("the provider process starts"),
+    );
     // The provider says when it engaged every workspace.
-    let stdout = child.stdout.take().expect("piped stdout");
+    let stdout = child.0.stdout.take().expect("piped stdout");
     let engaged = tokio::task::spawn_blocking(move || {
         BufReader::new(stdout)
             .lines()
@@ -313,7 +315,7 @@ async fn run(workspaces: usize, shards: usize, concurrency: usize) -> Results {
     let to_ready = done.duration_since(started);
     eprintln!("{workspaces} workspaces: all Ready {to_ready:.1?} after the first create");
 
-    let rss_mib = rss_of(child.id());
+    let rss_mib = rss_of(child.0.id());
     let after = counters(&env);
     let open_watches = open_watchers(&env) as isize - watchers_before as isize;
     let vw_watch_requests = count(&before, &after, |s, v, r| {
@@ -333,8 +335,7 @@ async fn run(workspaces: usize, shards: usize, concurrency: usize) -> Results {
     let tokens = count(&before, &after, |_, v, r| {
         v == "create" && r == "serviceaccounts/token"
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     env.stop();
     let _ = std::fs::remove_dir_all(&dir);
     Results {
@@ -352,6 +353,17 @@ async fn run(workspaces: usize, shards: usize, concurrency: usize) -> Results {
 }
 
 /// The provider process: kcp mode only; prints `endpoints <n>` once every workspace is engaged.
+/// The provider's process, killed when the benchmark is done with it — also when the benchmark
+/// panics half-way, so no provider is left running.
+struct ProviderProcess(std::process::Child);
+
+impl Drop for ProviderProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 async fn child() {
     let read = |var: &str| std::fs::read(std::env::var(var).expect(var)).expect(var);
     let number = |var: &str| -> usize {
