@@ -193,18 +193,11 @@ fn export_to_v1alpha2(mut obj: Value) -> Value {
         .iter()
         .map(|c| Value::Object(base_claim(c)))
         .collect();
-    if let Some(Value::Array(extra)) = take_json(&mut obj, PERMISSION_CLAIMS) {
-        for pc in extra {
-            for c in claims.iter_mut() {
-                if gri(c) == gri(&pc) {
-                    c["verbs"] = pc.get("verbs").cloned().unwrap_or(json!(["*"]));
-                    if let Some(sel) = pc.get("defaultSelector") {
-                        c["defaultSelector"] = sel.clone();
-                    }
-                }
-            }
-        }
-    }
+    restore_v1alpha2_fields(
+        &mut claims,
+        take_json(&mut obj, PERMISSION_CLAIMS),
+        &["verbs", "defaultSelector"],
+    );
     for c in claims.iter_mut() {
         if c.get("verbs")
             .and_then(Value::as_array)
@@ -267,19 +260,7 @@ fn export_to_v1alpha1(mut obj: Value) -> Value {
         .iter()
         .map(|c| Value::Object(base_claim(c)))
         .collect();
-    if let Some(Value::Array(orig)) = take_json(&mut obj, V1ALPHA1_PERMISSION_CLAIMS) {
-        for pc in orig {
-            for c in claims.iter_mut() {
-                if gri(c) == gri(&pc) {
-                    for k in ["all", "resourceSelector"] {
-                        if let Some(v) = pc.get(k) {
-                            c[k] = v.clone();
-                        }
-                    }
-                }
-            }
-        }
-    }
+    restore_v1alpha1_selection(&mut claims, take_json(&mut obj, V1ALPHA1_PERMISSION_CLAIMS));
     if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
         spec.remove("resources");
         if !latest.is_empty() {
@@ -313,6 +294,42 @@ fn v1_claim_to_v2(c: &Value, with_state: bool) -> Value {
 }
 
 /// A v1alpha2 claim as v1alpha1: `all` from `selector.matchAll`; `state` kept.
+/// Puts back, on the converted claims, the v1alpha2 fields (`keys`) that v1alpha1 cannot say and
+/// an earlier conversion saved in an annotation: a saved field overrides the converted one.
+fn restore_v1alpha2_fields(claims: &mut [Value], saved: Option<Value>, keys: &[&str]) {
+    let Some(Value::Array(saved)) = saved else {
+        return;
+    };
+    for pc in saved {
+        for c in claims.iter_mut().filter(|c| gri(c) == gri(&pc)) {
+            for k in keys {
+                if let Some(v) = pc.get(*k) {
+                    c[*k] = v.clone();
+                }
+            }
+        }
+    }
+}
+
+/// Puts back the v1alpha1 selection of claims (`all` or `resourceSelector`) that an earlier
+/// conversion saved in an annotation: the saved selection replaces the converted one.
+fn restore_v1alpha1_selection(claims: &mut [Value], saved: Option<Value>) {
+    let Some(Value::Array(saved)) = saved else {
+        return;
+    };
+    for pc in saved {
+        for c in claims.iter_mut().filter(|c| gri(c) == gri(&pc)) {
+            let Some(o) = c.as_object_mut() else { continue };
+            o.remove("all");
+            for k in ["all", "resourceSelector"] {
+                if let Some(v) = pc.get(k) {
+                    o.insert(k.into(), v.clone());
+                }
+            }
+        }
+    }
+}
+
 fn v2_claim_to_v1(c: &Value, with_state: bool, with_all: bool) -> Value {
     let mut out = base_claim(c);
     if with_all && match_all(c) {
@@ -341,20 +358,11 @@ fn binding_to_v1alpha2(mut obj: Value) -> Value {
         );
     }
     let mut claims: Vec<Value> = v1.iter().map(|c| v1_claim_to_v2(c, true)).collect();
-    if let Some(Value::Array(extra)) = take_json(&mut obj, ACCEPTABLE_PERMISSION_CLAIMS) {
-        for pc in extra {
-            for c in claims.iter_mut() {
-                if gri(c) == gri(&pc) {
-                    if let Some(v) = pc.get("verbs") {
-                        c["verbs"] = v.clone();
-                    }
-                    if let Some(v) = pc.get("selector") {
-                        c["selector"] = v.clone();
-                    }
-                }
-            }
-        }
-    }
+    restore_v1alpha2_fields(
+        &mut claims,
+        take_json(&mut obj, ACCEPTABLE_PERMISSION_CLAIMS),
+        &["verbs", "selector"],
+    );
     set_at(
         &mut obj,
         "/spec",
@@ -377,17 +385,11 @@ fn binding_to_v1alpha2(mut obj: Value) -> Value {
                 Value::Object(o)
             })
             .collect();
-        if let Some(Value::Array(extra)) = take_json(&mut obj, STATUS_PERMISSION_CLAIMS) {
-            for pc in extra {
-                for c in claims.iter_mut() {
-                    if gri(c) == gri(&pc)
-                        && let Some(v) = pc.get("verbs")
-                    {
-                        c["verbs"] = v.clone();
-                    }
-                }
-            }
-        }
+        restore_v1alpha2_fields(
+            &mut claims,
+            take_json(&mut obj, STATUS_PERMISSION_CLAIMS),
+            &["verbs"],
+        );
         set_at(
             &mut obj,
             "/status",
@@ -411,19 +413,11 @@ fn binding_to_v1alpha2(mut obj: Value) -> Value {
             );
         }
         let mut claims: Vec<Value> = v1.iter().map(|c| v1_claim_to_v2(c, false)).collect();
-        if let Some(Value::Array(extra)) = take_json(&mut obj, STATUS_APPLIED_CLAIMS) {
-            for pc in extra {
-                for c in claims.iter_mut() {
-                    if gri(c) == gri(&pc) {
-                        for k in ["verbs", "selector"] {
-                            if let Some(v) = pc.get(k) {
-                                c[k] = v.clone();
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        restore_v1alpha2_fields(
+            &mut claims,
+            take_json(&mut obj, STATUS_APPLIED_CLAIMS),
+            &["verbs", "selector"],
+        );
         set_at(
             &mut obj,
             "/status",
@@ -452,22 +446,7 @@ fn binding_to_v1alpha1(mut obj: Value) -> Value {
         );
     }
     let mut claims: Vec<Value> = v2.iter().map(|c| v2_claim_to_v1(c, true, true)).collect();
-    if let Some(Value::Array(orig)) = take_json(&mut obj, V1ALPHA1_PERMISSION_CLAIMS) {
-        for pc in orig {
-            for c in claims.iter_mut() {
-                if gri(c) == gri(&pc)
-                    && let Some(o) = c.as_object_mut()
-                {
-                    o.remove("all");
-                    for k in ["all", "resourceSelector"] {
-                        if let Some(v) = pc.get(k) {
-                            o.insert(k.into(), v.clone());
-                        }
-                    }
-                }
-            }
-        }
-    }
+    restore_v1alpha1_selection(&mut claims, take_json(&mut obj, V1ALPHA1_PERMISSION_CLAIMS));
     set_at(
         &mut obj,
         "/spec",
@@ -482,19 +461,10 @@ fn binding_to_v1alpha1(mut obj: Value) -> Value {
             put_json(&mut obj, STATUS_PERMISSION_CLAIMS, &Value::Array(odd));
         }
         let mut claims: Vec<Value> = v2.iter().map(|c| v2_claim_to_v1(c, false, false)).collect();
-        if let Some(Value::Array(orig)) = take_json(&mut obj, STATUS_PERMISSION_CLAIMS_V1ALPHA1) {
-            for pc in orig {
-                for c in claims.iter_mut() {
-                    if gri(c) == gri(&pc) {
-                        for k in ["all", "resourceSelector"] {
-                            if let Some(v) = pc.get(k) {
-                                c[k] = v.clone();
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        restore_v1alpha1_selection(
+            &mut claims,
+            take_json(&mut obj, STATUS_PERMISSION_CLAIMS_V1ALPHA1),
+        );
         set_at(
             &mut obj,
             "/status",
@@ -514,22 +484,10 @@ fn binding_to_v1alpha1(mut obj: Value) -> Value {
             put_json(&mut obj, STATUS_APPLIED_CLAIMS, &Value::Array(odd));
         }
         let mut claims: Vec<Value> = v2.iter().map(|c| v2_claim_to_v1(c, false, true)).collect();
-        if let Some(Value::Array(orig)) = take_json(&mut obj, STATUS_APPLIED_CLAIMS_V1ALPHA1) {
-            for pc in orig {
-                for c in claims.iter_mut() {
-                    if gri(c) == gri(&pc)
-                        && let Some(o) = c.as_object_mut()
-                    {
-                        o.remove("all");
-                        for k in ["all", "resourceSelector"] {
-                            if let Some(v) = pc.get(k) {
-                                o.insert(k.into(), v.clone());
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        restore_v1alpha1_selection(
+            &mut claims,
+            take_json(&mut obj, STATUS_APPLIED_CLAIMS_V1ALPHA1),
+        );
         set_at(
             &mut obj,
             "/status",
