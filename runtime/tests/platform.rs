@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
-use service_provider_apiserver::{conditions, wait_for};
+use service_provider_apiserver::{FaultRule, conditions, wait_for};
 use service_provider_runtime::dev::{ClusterHandle, Hosting, TestEnv};
 use service_provider_runtime::openmcp::constants::{
     CLUSTER_ACCESS_FINALIZER, MCP_FINALIZER, PROFILE_LABEL, PROVIDER_LABEL,
@@ -615,6 +615,50 @@ async fn workload_clusters_are_shared_up_to_the_tenancy_count() -> TestResult {
     let assigned = cr.status.and_then(|s| s.cluster).ok_or("no cluster")?.name;
     assert_eq!(&assigned, full);
     assert_eq!(env.workload_clusters().len(), 2);
+    Ok(())
+}
+
+/// A refused write must not strand a request: the scheduler reserves a new cluster for the
+/// request before it creates the Cluster object, so a create answered with a 500 has to be made
+/// again — also for the next request put on the same cluster.
+#[tokio::test]
+async fn a_refused_cluster_create_is_made_again() -> TestResult {
+    let env = TestEnv::builder().workload_tenancy(2).start().await?;
+    let platform = env.platform().client();
+    env.platform().faults().inject(
+        FaultRule::new(500)
+            .verb("create")
+            .resource("clusters")
+            .times(1),
+    );
+    let first = workload_request(&platform, "tenant-a", "p--a--wl").await?;
+    let second = workload_request(&platform, "tenant-b", "p--b--wl").await?;
+    let cluster_of = |cr: &ClusterRequest| cr.status.as_ref().and_then(|s| s.cluster.clone());
+    let cluster = cluster_of(&first).ok_or("no cluster")?;
+    assert_eq!(
+        cluster_of(&second).map(|c| c.name),
+        Some(cluster.name.clone())
+    );
+
+    let object = Api::<Cluster>::namespaced(platform.clone(), &cluster.namespace)
+        .get(&cluster.name)
+        .await?;
+    for request in [&first, &second] {
+        let finalizer = format!(
+            "{REQUEST_FINALIZER_ON_CLUSTER_PREFIX}{}",
+            request.uid().unwrap_or_default()
+        );
+        assert!(object.finalizers().contains(&finalizer), "{object:?}");
+    }
+    let served = env
+        .clusters()
+        .into_iter()
+        .find(|c| c.name == cluster.name)
+        .ok_or("not served")?;
+    assert_eq!(
+        object.status.and_then(|s| s.api_server),
+        Some(served.handle.url())
+    );
     Ok(())
 }
 

@@ -110,19 +110,52 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
         .unwrap();
 
     let veleros: Api<Velero> = Api::namespaced(env.onboarding().client(), NAMESPACE);
-    let all_ready = common::eventually(
+    let all_ready = common::eventually_explained(
         "100 objects to become Ready under faults",
         Duration::from_secs(240),
         || {
-            let veleros = veleros.clone();
+            let (veleros, env) = (veleros.clone(), &env);
             async move {
-                let list = veleros.list(&ListParams::default()).await.ok()?;
-                let ready = list
+                let list = veleros
+                    .list(&ListParams::default())
+                    .await
+                    .map_err(|e| format!("listing failed: {e}"))?;
+                let not_ready: Vec<String> = list
                     .items
                     .iter()
-                    .filter(|o| common::ready(Some(*o)))
-                    .count();
-                (ready == OBJECTS).then_some(ready)
+                    .filter(|o| !common::ready(Some(*o)))
+                    .map(|o| {
+                        format!(
+                            "{} (generation {:?}, status {:?})",
+                            o.metadata.name.as_deref().unwrap_or_default(),
+                            o.metadata.generation,
+                            o.status
+                        )
+                    })
+                    .collect();
+                let ready = list.items.len() - not_ready.len();
+                if ready == OBJECTS {
+                    return Ok(ready);
+                }
+                // Which side is stuck: the platform granting, or the provider noticing.
+                let requests: Api<ClusterRequest> = Api::all(env.platform().client());
+                let phases = match requests.list(&ListParams::default()).await {
+                    Ok(list) => {
+                        let mut phases = std::collections::BTreeMap::<String, usize>::new();
+                        for cr in list.items {
+                            let phase = cr.status.map(|s| s.common.phase).unwrap_or_default();
+                            *phases.entry(phase).or_default() += 1;
+                        }
+                        format!("{phases:?}")
+                    }
+                    Err(e) => format!("unknown ({e})"),
+                };
+                Err(format!(
+                    "{ready} of {} Ready; ClusterRequests by phase on the platform: {phases}; \
+                     not Ready: {}",
+                    list.items.len(),
+                    not_ready.join("; ")
+                ))
             }
         },
     )

@@ -97,15 +97,35 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
+    eventually_explained(what, timeout, || {
+        let checked = check();
+        async move { checked.await.ok_or_else(String::new) }
+    })
+    .await
+}
+
+/// [`eventually`], where `check` says what is still missing; a timeout reports the last answer,
+/// so a failure shows what got stuck rather than only that something did.
+pub async fn eventually_explained<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
     let started = Instant::now();
     let mut interval = Duration::from_millis(20);
     loop {
-        if let Some(value) = check().await {
-            return value;
-        }
+        let missing = match check().await {
+            Ok(value) => return value,
+            Err(missing) => missing,
+        };
         assert!(
             started.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}"
+            "timed out after {timeout:?} waiting for {what}{}{missing}",
+            if missing.is_empty() {
+                ""
+            } else {
+                "; still missing: "
+            }
         );
         tokio::time::sleep(interval).await;
         interval = (interval * 2).min(Duration::from_millis(500));

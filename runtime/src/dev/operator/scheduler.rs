@@ -232,7 +232,7 @@ pub(crate) async fn reconcile_request(sh: &Arc<Shared>, key: &ObjKey) -> Result<
         .find(|(_, h)| h.requests.contains(&uid))
         .map(|(k, _)| k.clone());
     if let Some(cluster) = recovered {
-        add_request_finalizer(sh, &cluster, &uid).await?;
+        hold_cluster(sh, &cluster, &uid).await?;
         return grant(&api, &cr, &cluster, generation).await;
     }
 
@@ -247,7 +247,7 @@ pub(crate) async fn reconcile_request(sh: &Arc<Shared>, key: &ObjKey) -> Result<
             if let Some(h) = sh.hosted.lock().get_mut(&cluster) {
                 h.requests.insert(uid.clone());
             }
-            add_request_finalizer(sh, &cluster, &uid).await?;
+            hold_cluster(sh, &cluster, &uid).await?;
             cluster
         }
         Definition::Exclusive => {
@@ -286,7 +286,7 @@ pub(crate) async fn reconcile_request(sh: &Arc<Shared>, key: &ObjKey) -> Result<
             match chosen {
                 Some(cluster) => {
                     drop(_serial);
-                    add_request_finalizer(sh, &cluster, &uid).await?;
+                    hold_cluster(sh, &cluster, &uid).await?;
                     cluster
                 }
                 None => {
@@ -312,7 +312,7 @@ fn cluster_name(purpose: &str, cr: &ClusterRequest) -> Result<String> {
     Ok(format!("{prefix}{suffix}"))
 }
 
-/// Serves a new cluster and creates its Cluster object, held by request `uid`.
+/// Serves a new cluster, reserves it for request `uid`, and makes its Cluster object.
 async fn create_cluster(
     sh: &Arc<Shared>,
     key: &ObjKey,
@@ -327,7 +327,7 @@ async fn create_cluster(
     sh.hosted.lock().insert(
         key.clone(),
         Hosted {
-            handle: handle.clone(),
+            handle,
             purpose: purpose.into(),
             sharing,
             requests: BTreeSet::from([uid.to_string()]),
@@ -336,7 +336,11 @@ async fn create_cluster(
             seq: sh.seq.fetch_add(1, Ordering::SeqCst),
         },
     );
-    let api = Api::<Cluster>::namespaced(sh.platform.clone(), &key.namespace);
+    hold_cluster(sh, key, uid).await
+}
+
+/// The Cluster object of a cluster the scheduler created, held by request `uid`.
+fn cluster_object(key: &ObjKey, purpose: &str, sharing: Sharing, uid: &str) -> Cluster {
     let mut cluster = Cluster::new(
         &key.name,
         ClusterSpec {
@@ -364,44 +368,74 @@ async fn create_cluster(
         request_finalizer(uid),
         CLUSTER_PROVIDER_FINALIZER.to_string(),
     ]);
-    match api.create(&PostParams::default(), &cluster).await {
-        Ok(_) => {}
-        // Left over from an earlier attempt of this request: make sure it names the request.
-        Err(e) if code(&e) == Some(409) => add_request_finalizer(sh, key, uid).await?,
-        Err(e) => return Err(e).ctx(|| format!("creating Cluster {key}")),
-    }
-    write_cluster_status(&api, &key.name, &handle).await
+    cluster
 }
 
-/// Puts `request.clusters.openmcp.cloud/<uid>` on the Cluster object, retrying on conflicts
-/// with a fresh read.
-async fn add_request_finalizer(sh: &Shared, cluster: &ObjKey, uid: &str) -> Result<()> {
-    let api = Api::<Cluster>::namespaced(sh.platform.clone(), &cluster.namespace);
-    let fin = request_finalizer(uid);
-    let mut current = match sh.stores.clusters.get(&cluster.oref()) {
-        Some(c) => c.as_ref().clone(),
-        None => api
-            .get(&cluster.name)
+/// Makes the Cluster object of served cluster `key` exist, carry request `uid`'s finalizer and
+/// name the address the cluster is served at.
+///
+/// The cluster is reserved for the request in memory before any of this is written, so every
+/// step checks first and a retry finishes what a failed attempt began: a Cluster object whose
+/// create was refused is created on the next attempt instead of being waited for forever (by
+/// this request and by every later one the scheduler puts on the same cluster).
+async fn hold_cluster(sh: &Shared, key: &ObjKey, uid: &str) -> Result<()> {
+    let (handle, purpose, sharing, fixed) = {
+        let hosted = sh.hosted.lock();
+        let h = hosted
+            .get(key)
+            .ok_or_else(|| ReconcileError::Other(format!("cluster {key} is not served")))?;
+        (h.handle.clone(), h.purpose.clone(), h.sharing, h.fixed)
+    };
+    let api = Api::<Cluster>::namespaced(sh.platform.clone(), &key.namespace);
+    let read = || async {
+        api.get_opt(&key.name)
             .await
-            .ctx(|| format!("reading Cluster {cluster}"))?,
+            .ctx(|| format!("reading Cluster {key}"))
+    };
+    let fin = request_finalizer(uid);
+    let mut current = match sh.stores.clusters.get(&key.oref()) {
+        Some(c) => Some(c.as_ref().clone()),
+        None => read().await?,
     };
     for _ in 0..10 {
-        let Some(fins) = with_finalizer(&current, &fin) else {
+        let Some(object) = current else {
+            if fixed {
+                // Created at start; only someone else can have deleted it.
+                return Err(ReconcileError::Other(format!("Cluster {key} is missing")));
+            }
+            current = match api
+                .create(
+                    &PostParams::default(),
+                    &cluster_object(key, &purpose, sharing, uid),
+                )
+                .await
+            {
+                Ok(created) => Some(created),
+                Err(e) if code(&e) == Some(409) => read().await?,
+                Err(e) => return Err(e).ctx(|| format!("creating Cluster {key}")),
+            };
+            continue;
+        };
+        let Some(fins) = with_finalizer(&object, &fin) else {
+            let url = handle.url();
+            let served_at = object.status.as_ref().and_then(|s| s.api_server.as_deref());
+            if served_at != Some(url.as_str()) {
+                write_cluster_status(&api, &key.name, &handle).await?;
+            }
             return Ok(());
         };
-        match set_finalizers(&api, &current, fins).await {
-            Ok(_) => return Ok(()),
-            Err(ReconcileError::Kube { source, .. }) if code(&source) == Some(409) => {
-                current = api
-                    .get(&cluster.name)
-                    .await
-                    .ctx(|| format!("reading Cluster {cluster}"))?;
+        current = match set_finalizers(&api, &object, fins).await {
+            Ok(updated) => Some(updated),
+            Err(ReconcileError::Kube { source, .. })
+                if matches!(code(&source), Some(409 | 404)) =>
+            {
+                read().await?
             }
             Err(e) => return Err(e),
-        }
+        };
     }
     Err(ReconcileError::Other(format!(
-        "Cluster {cluster} kept changing"
+        "Cluster {key} kept changing"
     )))
 }
 
