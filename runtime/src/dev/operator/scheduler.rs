@@ -553,6 +553,9 @@ async fn delete_request(
             .map(|c| ObjKey::new(&c.namespace, &c.name))
     });
     if let Some(cluster) = cluster {
+        // The finalizer goes first: while it is there the request still holds the cluster in
+        // memory too, so a retry after a failed removal finds the cluster again.
+        remove_request_finalizer(sh, &cluster, &uid).await?;
         let (empty, exclusive, fixed) = {
             let mut hosted = sh.hosted.lock();
             match hosted.get_mut(&cluster) {
@@ -567,7 +570,6 @@ async fn delete_request(
                 None => (false, false, true),
             }
         };
-        remove_request_finalizer(sh, &cluster, &uid).await?;
         let capi = Api::<Cluster>::namespaced(sh.platform.clone(), &cluster.namespace);
         let object = capi
             .get_opt(&cluster.name)
