@@ -29,7 +29,9 @@ use crate::cache::{Cache, Change, ObjectKey, compact_meta, reflect};
 use crate::controller::Triggers;
 use crate::controller::status::{merge_patch, set_condition};
 use crate::openmcp::clusters::RequestStatus;
-use crate::openmcp::constants::MANAGED_BY_LABEL;
+use crate::openmcp::constants::{
+    MANAGED_BY_LABEL, MANAGED_PURPOSE_LABEL, ONBOARDING_NAME_LABEL, ONBOARDING_NAMESPACE_LABEL,
+};
 use crate::openmcp::{AccessRequest, ClusterRequest};
 use crate::provider::ServiceProvider;
 use crate::provider_config::{ProviderConfigResource, ProviderConfigStatus};
@@ -369,7 +371,7 @@ impl<P: ServiceProvider> Platform<P> {
             stream,
             self.access.cluster_requests().clone(),
             ObjectKey::of,
-            compact_meta,
+            trim_request_meta,
             move |_, change| {
                 if let Some(owner) = change.new.or(change.old).and_then(|o| owner_of(o.labels())) {
                     tracing::debug!(object = %owner, "ClusterRequest changed");
@@ -530,15 +532,35 @@ pub fn config_wants_workload<C: ProviderConfigResource>(config: &C) -> bool {
     config.common().workload_cluster.is_some()
 }
 
-/// What the cache keeps of an AccessRequest: one per tenant, so every field counts. The runtime
-/// reads labels, spec, phase, observedGeneration and the Secret reference, and the conditions
-/// only to explain a request that is not granted; it writes back with merge patches only, so
+/// What the caches keep of a request's metadata: one AccessRequest (and for a workload cluster
+/// one ClusterRequest) per tenant, so every field counts. The runtime reads the name, the
+/// resourceVersion, the generation, the deletion timestamp, the finalizers and the four labels
+/// it sets itself (adoption and the owning tenant); it writes back with merge patches only, so
 /// nothing dropped here is ever written away.
-fn trim_access_request(request: &mut AccessRequest) {
+fn trim_request_meta<K: Resource>(request: &mut K) {
     compact_meta(request);
-    let meta = &mut request.metadata;
+    let meta = request.meta_mut();
     meta.annotations = None;
     meta.owner_references = None;
+    meta.uid = None;
+    meta.creation_timestamp = None;
+    if let Some(labels) = meta.labels.as_mut() {
+        labels.retain(|label, _| REQUEST_LABELS_READ.contains(&label.as_str()));
+    }
+}
+
+/// The labels of a request the runtime reads: those it sets itself.
+const REQUEST_LABELS_READ: [&str; 4] = [
+    MANAGED_BY_LABEL,
+    MANAGED_PURPOSE_LABEL,
+    ONBOARDING_NAME_LABEL,
+    ONBOARDING_NAMESPACE_LABEL,
+];
+
+/// What the cache keeps of an AccessRequest: [`trim_request_meta`], the spec without spare
+/// list room, and the conditions only while they can explain a request that is not granted.
+fn trim_access_request(request: &mut AccessRequest) {
+    trim_request_meta(request);
     if let Some(token) = request.spec.token.as_mut() {
         token.permissions.shrink_to_fit();
         for permissions in &mut token.permissions {
@@ -556,6 +578,44 @@ fn trim_access_request(request: &mut AccessRequest) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cached_request_keeps_what_the_runtime_reads() {
+        let mut request: AccessRequest = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "velero--t--mcp",
+                "namespace": "mcp--x",
+                "uid": "8f4e2a7c-0000-0000-0000-000000000000",
+                "resourceVersion": "42",
+                "generation": 2,
+                "creationTimestamp": "2026-12-02T10:00:00Z",
+                "finalizers": ["clusters.openmcp.cloud/clusteraccess"],
+                "labels": {
+                    "openmcp.cloud/managed-by": "velero",
+                    "openmcp.cloud/managed-purpose": "p",
+                    "openmcp.cloud/onboarding-name": "t",
+                    "openmcp.cloud/onboarding-namespace": "project-x--ws-y",
+                    "clusters.openmcp.cloud/provider": "gardener",
+                    "clusters.openmcp.cloud/profile": "default",
+                },
+            },
+            "spec": { "requestRef": { "name": "t", "namespace": "mcp--x" }, "token": {} },
+            "status": { "phase": "Granted", "observedGeneration": 2, "secretRef": { "name": "s" } },
+        }))
+        .unwrap();
+        trim_access_request(&mut request);
+        let labels: Vec<&str> = request.labels().keys().map(String::as_str).collect();
+        assert_eq!(labels.len(), 4, "{labels:?}");
+        assert!(REQUEST_LABELS_READ.iter().all(|l| labels.contains(l)));
+        assert_eq!(
+            owner_of(request.labels()).map(|o| o.name),
+            Some("t".to_owned())
+        );
+        assert!(request.is_ready());
+        assert_eq!(request.resource_version().as_deref(), Some("42"));
+        assert_eq!(request.finalizers().len(), 1);
+        assert!(request.metadata.uid.is_none() && request.metadata.creation_timestamp.is_none());
+    }
 
     #[test]
     fn collects_every_string_in_the_spec() {

@@ -183,7 +183,7 @@ pub struct AccessRequestSpec {
     pub token: Option<TokenConfig>,
     /// OIDC is the configuration for OIDC-based access.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub oidc: Option<OidcConfig>,
+    pub oidc: Option<Box<OidcConfig>>,
     /// TTL is how long granted credentials stay valid before they are renewed (e.g. `24h`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<Duration>,
