@@ -26,112 +26,27 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use serde_json::json;
 use service_provider::dev::TestEnv;
 use service_provider::kcp::KcpSettings;
 use service_provider::kube::api::{ApiResource, DynamicObject, PostParams};
-use service_provider::kube::runtime::{WatchStreamExt, watcher};
 use service_provider::kube::{Api, ResourceExt};
 use service_provider::prelude::*;
 use service_provider::runner::{RunOptions, Runtime};
 use service_provider_apiserver::kcp::{KcpOptions, VIRTUAL_WORKSPACE_SURFACE};
-use tokio::sync::Notify;
 
-/// The benchmark's provider: a trivial reconcile that makes no API call, served in kcp
-/// workspaces.
-#[service_provider(
-    group = "bench.services.open-control-plane.io",
-    version = "v1alpha1",
-    kind = "Bench",
-    kcp
-)]
-pub struct BenchSpec {
-    /// Anything.
-    #[serde(default)]
-    pub value: String,
-}
-
-impl Reconcile for Bench {
-    async fn create_or_update(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
-        Ok(Outcome::ready())
-    }
-
-    async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
-        Ok(Outcome::done())
-    }
-}
+// Each benchmark uses part of it.
+#[allow(dead_code)]
+#[path = "support/mod.rs"]
+mod support;
+use support::{Bench, Memory, ReadyTimes, arg, memory_of};
 
 const PROVIDER: &str = "bench";
 const NAMESPACE: &str = "default";
 const TIMEOUT: Duration = Duration::from_secs(900);
-
-/// When each workspace's object first became Ready, from one wildcard watch per shard.
-#[derive(Clone, Default)]
-struct ReadyTimes {
-    times: Arc<Mutex<HashMap<String, Instant>>>,
-    changed: Arc<Notify>,
-}
-
-impl ReadyTimes {
-    fn watch(&self, client: service_provider::kube::Client) -> tokio::task::JoinHandle<()> {
-        let this = self.clone();
-        tokio::spawn(async move {
-            let stream = watcher(Api::<Bench>::all(client), watcher::Config::default())
-                .default_backoff()
-                .applied_objects();
-            let mut stream = std::pin::pin!(stream);
-            loop {
-                let object = match stream.try_next().await {
-                    Ok(Some(object)) => object,
-                    Ok(None) => return,
-                    Err(e) => {
-                        eprintln!("the observer's watch failed: {e}");
-                        continue;
-                    }
-                };
-                let ready = object.status.as_ref().is_some_and(|s| {
-                    s.phase == Some(service_provider::Phase::Ready)
-                        && s.observed_generation == object.metadata.generation
-                });
-                let cluster = object.annotations().get("kcp.io/cluster").cloned();
-                if let (true, Some(cluster)) = (ready, cluster) {
-                    let now = Instant::now();
-                    this.times.lock().unwrap().entry(cluster).or_insert(now);
-                    this.changed.notify_waiters();
-                }
-            }
-        })
-    }
-
-    async fn wait(&self, clusters: &[String]) -> Instant {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let (latest, missing) = {
-                let times = self.times.lock().unwrap();
-                let found: Vec<Instant> = clusters
-                    .iter()
-                    .filter_map(|c| times.get(c).copied())
-                    .collect();
-                (found.iter().max().copied(), clusters.len() - found.len())
-            };
-            if missing == 0 {
-                return latest.unwrap_or_else(Instant::now);
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{missing} objects did not become Ready in {TIMEOUT:?}"
-            );
-            let _ = tokio::time::timeout(Duration::from_secs(1), notified).await;
-        }
-    }
-}
 
 /// Requests the kcp shards answered, by (surface, verb, resource), codes below 400 only.
 fn counters(env: &TestEnv) -> HashMap<(String, String, String), u64> {
@@ -170,18 +85,6 @@ fn open_watchers(env: &TestEnv) -> usize {
         .sum()
 }
 
-fn rss_of(pid: u32) -> Option<(f64, f64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map(|kb| kb / 1024.0)
-    };
-    Some((field("VmRSS:")?, field("VmHWM:")?))
-}
-
 #[derive(Debug)]
 struct Results {
     workspaces: usize,
@@ -190,7 +93,7 @@ struct Results {
     engaged_after: Duration,
     creates: Duration,
     to_ready: Duration,
-    rss_mib: Option<(f64, f64)>,
+    memory: Option<Memory>,
     vw_watch_requests: u64,
     open_watches: isize,
     tokens_per_workspace: f64,
@@ -219,7 +122,7 @@ async fn run(workspaces: usize, shards: usize, concurrency: usize) -> Results {
     // The observer: one wildcard watch per shard through the export's virtual workspace (a
     // shard's own wildcard does not serve bound resources), as admin, open before the
     // provider's are counted.
-    let ready = ReadyTimes::default();
+    let ready = ReadyTimes::new(|o| o.annotations().get("kcp.io/cluster").cloned());
     let export = kcp.export_name().expect("the export").to_owned();
     let _watches: Vec<_> = kcp
         .kcp()
@@ -311,11 +214,11 @@ async fn run(workspaces: usize, shards: usize, concurrency: usize) -> Results {
         .await;
     let creates = started.elapsed();
     eprintln!("{workspaces} workspaces: {workspaces} objects created in {creates:.1?}");
-    let done = ready.wait(&clusters).await;
+    let done = ready.wait(&clusters, TIMEOUT).await;
     let to_ready = done.duration_since(started);
     eprintln!("{workspaces} workspaces: all Ready {to_ready:.1?} after the first create");
 
-    let rss_mib = rss_of(child.0.id());
+    let memory = memory_of(child.0.id());
     let after = counters(&env);
     let open_watches = open_watchers(&env) as isize - watchers_before as isize;
     let vw_watch_requests = count(&before, &after, |s, v, r| {
@@ -345,7 +248,7 @@ async fn run(workspaces: usize, shards: usize, concurrency: usize) -> Results {
         engaged_after,
         creates,
         to_ready,
-        rss_mib,
+        memory,
         vw_watch_requests,
         open_watches,
         tokens_per_workspace: tokens as f64 / workspaces as f64,
@@ -390,13 +293,6 @@ async fn child() {
     }
     println!("endpoints {}", source.endpoint_urls().len());
     runtime.run_until(futures::future::pending()).await;
-}
-
-fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(String::as_str)
 }
 
 fn main() {
@@ -468,12 +364,12 @@ fn main() {
         format!("{:.0}", r.workspaces as f64 / r.to_ready.as_secs_f64())
     });
     row("provider resident memory, all Ready", &|r| {
-        r.rss_mib
-            .map_or("-".into(), |(rss, _)| format!("{rss:.1} MiB"))
+        r.memory
+            .map_or("-".into(), |m| format!("{:.1} MiB", m.resident))
     });
     row("provider peak resident memory", &|r| {
-        r.rss_mib
-            .map_or("-".into(), |(_, hwm)| format!("{hwm:.1} MiB"))
+        r.memory
+            .map_or("-".into(), |m| format!("{:.1} MiB", m.peak))
     });
     row("virtual-workspace endpoints", &|r| r.endpoints.to_string());
     row(

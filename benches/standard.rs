@@ -26,41 +26,21 @@
 
 use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use serde_json::json;
 use service_provider::dev::{ControlPlaneRef, TestEnv};
+use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use service_provider::kube::runtime::{WatchStreamExt, watcher};
-use service_provider::kube::{Api, ResourceExt};
-use service_provider::prelude::*;
 use service_provider::runner::{RunOptions, Runtime};
-use tokio::sync::Notify;
-
-/// The benchmark's provider: a trivial reconcile that makes no API call.
-#[service_provider(
-    group = "bench.services.open-control-plane.io",
-    version = "v1alpha1",
-    kind = "Bench"
-)]
-pub struct BenchSpec {
-    /// Anything.
-    #[serde(default)]
-    pub value: String,
-}
-
-impl Reconcile for Bench {
-    async fn create_or_update(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
-        Ok(Outcome::ready())
-    }
-
-    async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
-        Ok(Outcome::done())
-    }
-}
+// Each benchmark uses part of it.
+#[allow(dead_code)]
+#[path = "support/mod.rs"]
+mod support;
+use support::{Bench, Memory, ReadyTimes, arg, memory_of};
 
 const PROVIDER: &str = "bench";
 const BASELINE_PROVIDER: &str = "bench-baseline";
@@ -247,64 +227,6 @@ mod baseline {
     }
 }
 
-/// When each object first became Ready, from one watch.
-#[derive(Clone, Default)]
-struct ReadyTimes {
-    times: Arc<Mutex<HashMap<String, Instant>>>,
-    changed: Arc<Notify>,
-}
-
-impl ReadyTimes {
-    fn watch(&self, onboarding: service_provider::kube::Client) -> tokio::task::JoinHandle<()> {
-        let this = self.clone();
-        tokio::spawn(async move {
-            let stream = watcher(Api::<Bench>::all(onboarding), watcher::Config::default())
-                .default_backoff()
-                .applied_objects();
-            let mut stream = std::pin::pin!(stream);
-            while let Ok(Some(object)) = stream.try_next().await {
-                let ready = object.status.as_ref().is_some_and(|s| {
-                    s.phase == Some(service_provider::Phase::Ready)
-                        && s.observed_generation == object.metadata.generation
-                });
-                if ready {
-                    let now = Instant::now();
-                    this.times
-                        .lock()
-                        .unwrap()
-                        .entry(object.name_any())
-                        .or_insert(now);
-                    this.changed.notify_waiters();
-                }
-            }
-        })
-    }
-
-    async fn wait(&self, names: &[String]) -> Instant {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let latest = {
-                let times = self.times.lock().unwrap();
-                names
-                    .iter()
-                    .map(|n| times.get(n).copied())
-                    .collect::<Option<Vec<_>>>()
-            };
-            if let Some(latest) = latest {
-                return latest.into_iter().max().unwrap_or_else(Instant::now);
-            }
-            assert!(
-                Instant::now() < deadline,
-                "objects did not become Ready in time"
-            );
-            let _ = tokio::time::timeout(Duration::from_secs(1), notified).await;
-        }
-    }
-}
-
 async fn create(env: &TestEnv, name: &str, label: &str) {
     let resource = ApiResource::erase::<Bench>(&());
     let api: Api<DynamicObject> =
@@ -444,7 +366,7 @@ struct Results {
     p99: Duration,
     noop_reads: f64,
     noop_writes: f64,
-    rss_mib: Option<(f64, f64, f64)>,
+    memory: Option<Memory>,
 }
 
 /// What differs between the two implementations: how to start them and how to reconcile all.
@@ -541,7 +463,7 @@ async fn measure(
         let name = format!("{label}-lat-{i}");
         let started = Instant::now();
         create(env, &name, label).await;
-        let done = ready.wait(std::slice::from_ref(&name)).await;
+        let done = ready.wait(std::slice::from_ref(&name), TIMEOUT).await;
         latencies.push(done.saturating_duration_since(started));
     }
     latencies.sort();
@@ -555,7 +477,7 @@ async fn measure(
     futures::stream::iter(names.iter())
         .for_each_concurrent(32, |name| create(env, name, label))
         .await;
-    let done = ready.wait(&names).await;
+    let done = ready.wait(&names, TIMEOUT).await;
     results.throughput = objects as f64 / done.duration_since(started).as_secs_f64();
     let calls = diff(&before, &settled(env).await);
     print_calls(&format!("{label}: create to Ready"), &calls, objects);
@@ -613,20 +535,8 @@ async fn env_with(cps: &[ControlPlaneRef]) -> TestEnv {
     env
 }
 
-fn rss_of(pid: u32) -> Option<(f64, f64, f64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map(|kb| kb / 1024.0)
-    };
-    Some((field("VmRSS:")?, field("VmHWM:")?, field("RssAnon:")?))
-}
-
 /// The provider as its own process, to measure its memory alone.
-async fn memory(objects: usize) -> (Option<(f64, f64, f64)>, Option<(f64, f64, f64)>) {
+async fn memory(objects: usize) -> (Option<Memory>, Option<Memory>) {
     let cps: Vec<ControlPlaneRef> = (0..objects)
         .map(|i| ControlPlaneRef::new(NAMESPACE, format!("mem-{i}")))
         .collect();
@@ -644,7 +554,7 @@ async fn memory(objects: usize) -> (Option<(f64, f64, f64)>, Option<(f64, f64, f
     std::fs::write(&admin_platform, env.platform().kubeconfig()).unwrap();
     let onboarding = dir.join("onboarding.kubeconfig");
     std::fs::write(&onboarding, env.onboarding().kubeconfig()).unwrap();
-    let ready = ReadyTimes::default();
+    let ready = ReadyTimes::new(|o| o.metadata.name.clone());
     let _watch = ready.watch(env.onboarding().client());
     let names: Vec<String> = cps.iter().map(|c| c.name.clone()).collect();
 
@@ -697,18 +607,18 @@ async fn memory(objects: usize) -> (Option<(f64, f64, f64)>, Option<(f64, f64, f
     futures::stream::iter(names.iter())
         .for_each_concurrent(64, |n| create(&env, n, "ours"))
         .await;
-    ready.wait(&names).await;
+    ready.wait(&names, TIMEOUT).await;
     eprintln!(
         "memory: {objects} objects Ready with this runtime in {:.1?}",
         started.elapsed()
     );
-    let ours_rss = rss_of(ours.id());
+    let ours_memory = memory_of(ours.id());
     stop(ours);
     print_calls("memory: ours", &diff(&before, &snapshot(&env)), objects);
 
     // The same objects, handed to the hand-written controller.
     let api: Api<Bench> = Api::namespaced(env.onboarding().client(), NAMESPACE);
-    ready.times.lock().unwrap().clear();
+    ready.forget();
     let before = snapshot(&env);
     let baseline = spawn("baseline");
     let started = Instant::now();
@@ -721,16 +631,16 @@ async fn memory(objects: usize) -> (Option<(f64, f64, f64)>, Option<(f64, f64, f
             }
         })
         .await;
-    ready.wait(&names).await;
+    ready.wait(&names, TIMEOUT).await;
     eprintln!(
         "memory: {objects} objects Ready with the hand-written controller in {:.1?}",
         started.elapsed()
     );
-    let baseline_rss = rss_of(baseline.id());
+    let baseline_memory = memory_of(baseline.id());
     stop(baseline);
     print_calls("memory: base", &diff(&before, &snapshot(&env)), objects);
     env.stop();
-    (ours_rss, baseline_rss)
+    (ours_memory, baseline_memory)
 }
 
 async fn child(role: String) {
@@ -762,10 +672,8 @@ async fn child(role: String) {
     }
 }
 
-fn arg(args: &[String], name: &str, default: usize) -> usize {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
+fn number(args: &[String], name: &str, default: usize) -> usize {
+    arg(args, name)
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
@@ -787,9 +695,9 @@ fn main() {
     }
     let args: Vec<String> = std::env::args().collect();
     // `cargo bench` passes `--bench`; anything else is ours.
-    let objects = arg(&args, "--objects", 1000);
-    let latency = arg(&args, "--latency", 200);
-    let memory_objects = arg(&args, "--memory", 10_000);
+    let objects = number(&args, "--objects", 1000);
+    let latency = number(&args, "--latency", 200);
+    let memory_objects = number(&args, "--memory", 10_000);
     let baseline_first = args.iter().any(|a| a == "--baseline-first");
     runtime.block_on(async move {
         let mut cps = control_planes("ours", latency, objects);
@@ -797,7 +705,7 @@ fn main() {
         let started = Instant::now();
         let env = env_with(&cps).await;
         eprintln!("{} ControlPlanes ready in {:.1?}", cps.len(), started.elapsed());
-        let ready = ReadyTimes::default();
+        let ready = ReadyTimes::new(|o| o.metadata.name.clone());
         let _watch = ready.watch(env.onboarding().client());
 
         // The second one runs against a server holding the first one's objects too:
@@ -841,9 +749,9 @@ fn main() {
         drop(env);
 
         if memory_objects > 0 {
-            let (ours_rss, base_rss) = memory(memory_objects).await;
-            ours_results.rss_mib = ours_rss;
-            base_results.rss_mib = base_rss;
+            let (ours_memory, base_memory) = memory(memory_objects).await;
+            ours_results.memory = ours_memory;
+            base_results.memory = base_memory;
         }
 
         println!("\nstandard mode, {objects} objects (throughput, writes), {latency} objects (latency), {memory_objects} objects (memory)");
@@ -855,9 +763,9 @@ fn main() {
         row("create to Ready p99", format!("{:.1?}", ours_results.p99), format!("{:.1?}", base_results.p99));
         row("no-op reconcile: reads per reconcile", format!("{:.2}", ours_results.noop_reads), format!("{:.2}", base_results.noop_reads));
         row("no-op reconcile: writes per reconcile", format!("{:.2}", ours_results.noop_writes), format!("{:.2}", base_results.noop_writes));
-        let mem = |r: &Results| r.rss_mib.map_or("-".to_owned(), |(rss, _, _)| format!("{rss:.1} MiB"));
-        let anon = |r: &Results| r.rss_mib.map_or("-".to_owned(), |(_, _, anon)| format!("{anon:.1} MiB"));
-        let peak = |r: &Results| r.rss_mib.map_or("-".to_owned(), |(_, hwm, _)| format!("{hwm:.1} MiB"));
+        let mem = |r: &Results| r.memory.map_or("-".to_owned(), |m| format!("{:.1} MiB", m.resident));
+        let anon = |r: &Results| r.memory.map_or("-".to_owned(), |m| format!("{:.1} MiB", m.anonymous));
+        let peak = |r: &Results| r.memory.map_or("-".to_owned(), |m| format!("{:.1} MiB", m.peak));
         row("resident memory, all Ready", mem(&ours_results), mem(&base_results));
         row("peak resident memory", peak(&ours_results), peak(&base_results));
         row("  of which heap and stacks", anon(&ours_results), anon(&base_results));

@@ -239,13 +239,7 @@ impl<P: Reconcile> Runtime<P> {
         };
         tracing::info!("onboarding access granted");
         let source = Standard::<P>::new(onboarding.client().clone(), self.platform.clone());
-        let controller = Controller::new(
-            source.clone(),
-            self.platform.clone(),
-            self.metrics.clone(),
-            self.options.reconcile.clone(),
-            self.options.concurrency,
-        );
+        let controller = self.controller(source.clone());
         let triggers = self.platform.triggers().clone();
         let watch = source.clone().run(triggers);
         let shutdown = self.shutdown.clone();
@@ -297,13 +291,7 @@ impl<P: Reconcile> Runtime<P> {
             settings,
             self.shutdown.child_token(),
         );
-        let controller = Controller::new(
-            source.clone(),
-            self.platform.clone(),
-            self.metrics.clone(),
-            self.options.reconcile.clone(),
-            self.options.concurrency,
-        );
+        let controller = self.controller(source.clone());
         self.tasks.spawn(source.clone().run());
         let synced = source.clone();
         self.start_mode_with_lease(Mode::Kcp, &lease, controller, async move {
@@ -354,6 +342,18 @@ impl<P: Reconcile> Runtime<P> {
             settings.export_name = export;
         }
         Ok(Some(settings))
+    }
+
+    /// The controller of a mode over `source`, with this runtime's platform view, metrics and
+    /// reconcile options.
+    fn controller<S: Source<P>>(&self, source: Arc<S>) -> Controller<P, S> {
+        Controller::new(
+            source,
+            self.platform.clone(),
+            self.metrics.clone(),
+            self.options.reconcile.clone(),
+            self.options.concurrency,
+        )
     }
 
     /// Runs `controller` once its caches (and the platform's) are synced, under a Lease when

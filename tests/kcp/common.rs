@@ -96,6 +96,19 @@ pub async fn create<P: ServiceProvider>(
         .expect("the object is created");
 }
 
+/// Waits until the `P` object `name` in namespace `default` is Ready in each of `workspaces`.
+pub async fn wait_ready<'a, P>(
+    env: &TestEnv,
+    workspaces: impl IntoIterator<Item = &'a (impl std::borrow::Borrow<WorkspaceInfo> + 'a)>,
+    name: &str,
+) where
+    P: ServiceProvider + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+{
+    for ws in workspaces {
+        wait(&objects::<P>(env, ws.borrow()), name, ready::<P>).await;
+    }
+}
+
 /// `P` objects in namespace `default` of workspace `ws`, as the tenant sees them.
 pub fn objects<P: ServiceProvider>(env: &TestEnv, ws: &WorkspaceInfo) -> Api<P> {
     Api::namespaced(admin(env, ws), "default")

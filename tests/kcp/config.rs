@@ -92,13 +92,6 @@ async fn a_provider_config_change_reaches_every_workspace() {
         .patch("velero", &PatchParams::default(), &Patch::Merge(&offer))
         .await
         .unwrap();
-    for ws in &consumers {
-        common::wait(
-            &common::objects::<Velero>(&env, ws),
-            "velero",
-            common::ready::<Velero>,
-        )
-        .await;
-    }
+    common::wait_ready::<Velero>(&env, &consumers, "velero").await;
     common::stop(runtime).await;
 }

@@ -52,14 +52,7 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
     for shard in kcp.shards() {
         shard.drop_watches();
     }
-    for ws in &on_root {
-        common::wait(
-            &common::objects::<Velero>(&env, ws),
-            "velero",
-            common::ready::<Velero>,
-        )
-        .await;
-    }
+    common::wait_ready::<Velero>(&env, &on_root, "velero").await;
     // The other shard goes down; its workspaces get objects meanwhile (through the front), its
     // watch history is forgotten, and it comes back: the watches resume into a 410 and list again.
     let other = kcp.shard(1).unwrap();
@@ -70,14 +63,7 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
     }
     other.expire_resource_versions();
     other.start().await.unwrap();
-    for ws in &consumers {
-        common::wait(
-            &common::objects::<Velero>(&env, ws),
-            "velero",
-            common::ready::<Velero>,
-        )
-        .await;
-    }
+    common::wait_ready::<Velero>(&env, &consumers, "velero").await;
     // The watch resumed from a resourceVersion the shard had forgotten: it got 410 Expired and
     // listed again (kube's watcher lists only after a 410; the endpoints did not change).
     assert!(

@@ -29,14 +29,7 @@ async fn two_shares_split_the_workspaces() {
     for ws in &consumers {
         common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
     }
-    for ws in &consumers {
-        common::wait(
-            &common::objects::<Velero>(&env, ws),
-            "velero",
-            common::ready::<Velero>,
-        )
-        .await;
-    }
+    common::wait_ready::<Velero>(&env, &consumers, "velero").await;
     // Each replica minted tokens only for the workspaces of its share: every workspace was
     // served by exactly one of them.
     for (index, (_, source)) in replicas.iter().enumerate() {
@@ -75,14 +68,7 @@ async fn kcp_mode_elects_a_leader_on_its_own_lease() {
     for ws in &consumers {
         common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
     }
-    for ws in &consumers {
-        common::wait(
-            &common::objects::<Velero>(&env, ws),
-            "velero",
-            common::ready::<Velero>,
-        )
-        .await;
-    }
+    common::wait_ready::<Velero>(&env, &consumers, "velero").await;
     let leases: Api<Lease> = Api::namespaced(env.platform().client(), env.pod_namespace());
     let lease = leases.get("velero-kcp").await.expect("kcp mode's Lease");
     let holder = lease.spec.unwrap().holder_identity.unwrap();
