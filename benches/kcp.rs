@@ -296,12 +296,7 @@ async fn child() {
 }
 
 fn main() {
-    if std::env::var_os("RUST_LOG").is_some() {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_writer(std::io::stderr)
-            .try_init();
-    }
+    support::logs();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

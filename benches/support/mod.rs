@@ -139,6 +139,16 @@ pub fn memory_of(pid: u32) -> Option<Memory> {
     })
 }
 
+/// Logs to stderr when `RUST_LOG` is set.
+pub fn logs() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+}
+
 /// The value after `--name` on the command line (`cargo bench` adds `--bench`; the rest is ours).
 pub fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter()

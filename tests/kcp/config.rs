@@ -57,12 +57,7 @@ async fn a_provider_config_change_reaches_every_workspace() {
     let consumers = common::consumers(&env);
     for ws in &consumers {
         common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
-        common::wait(
-            &common::objects::<Velero>(&env, ws),
-            "velero",
-            common::ready::<Velero>,
-        )
-        .await;
+        common::wait_ready::<Velero>(&env, [ws], "velero").await;
     }
     // The platform operator withdraws 1.15.0: every workspace's object says so.
     let withdraw = json!({ "spec": { "versions": [{ "version": "1.16.1" }] } });

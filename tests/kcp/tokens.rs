@@ -53,12 +53,7 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
     let (runtime, source) = common::start::<Velero>(&env, settings, |_| {}).await;
     let ws = &common::consumers(&env)[0];
     common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
-    common::wait(
-        &common::objects::<Velero>(&env, ws),
-        "velero",
-        common::ready::<Velero>,
-    )
-    .await;
+    common::wait_ready::<Velero>(&env, [ws], "velero").await;
 
     let identity = Identity {
         cluster: Some(ws.name.clone()),
@@ -154,11 +149,6 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
             .is_some(),
         "the ServiceAccount is back"
     );
-    common::wait(
-        &common::objects::<Velero>(&env, ws),
-        "velero",
-        common::ready::<Velero>,
-    )
-    .await;
+    common::wait_ready::<Velero>(&env, [ws], "velero").await;
     common::stop(runtime).await;
 }

@@ -43,6 +43,46 @@ fn faults_on(env: &TestEnv, on: bool) {
     }
 }
 
+/// What holds objects back from Ready: how many are Ready, which side is stuck (the platform
+/// granting the ClusterRequests, or the provider noticing), and each stuck object's status.
+async fn stuck(env: &TestEnv, veleros: &Api<Velero>) -> String {
+    let list = match veleros.list(&ListParams::default()).await {
+        Ok(list) => list,
+        Err(e) => return format!("listing the objects failed: {e}"),
+    };
+    let not_ready: Vec<String> = list
+        .items
+        .iter()
+        .filter(|o| !common::ready(Some(*o)))
+        .map(|o| {
+            format!(
+                "{} (generation {:?}, status {:?})",
+                o.metadata.name.as_deref().unwrap_or_default(),
+                o.metadata.generation,
+                o.status
+            )
+        })
+        .collect();
+    let requests: Api<ClusterRequest> = Api::all(env.platform().client());
+    let phases = match requests.list(&ListParams::default()).await {
+        Ok(list) => {
+            let mut phases = std::collections::BTreeMap::<String, usize>::new();
+            for cr in list.items {
+                let phase = cr.status.map(|s| s.common.phase).unwrap_or_default();
+                *phases.entry(phase).or_default() += 1;
+            }
+            format!("{phases:?}")
+        }
+        Err(e) => format!("unknown ({e})"),
+    };
+    format!(
+        "{} of {} Ready; ClusterRequests by phase on the platform: {phases}; not Ready: {}",
+        list.items.len() - not_ready.len(),
+        list.items.len(),
+        not_ready.join("; ")
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
     let names: Vec<String> = (0..OBJECTS).map(|i| format!("tenant-{i:03}")).collect();
@@ -114,50 +154,18 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
         "100 objects to become Ready under faults",
         Duration::from_secs(240),
         || {
-            let (veleros, env) = (veleros.clone(), &env);
+            let veleros = veleros.clone();
             async move {
-                let list = veleros
-                    .list(&ListParams::default())
-                    .await
-                    .map_err(|e| format!("listing failed: {e}"))?;
-                let not_ready: Vec<String> = list
+                let list = veleros.list(&ListParams::default()).await.ok()?;
+                let ready = list
                     .items
                     .iter()
-                    .filter(|o| !common::ready(Some(*o)))
-                    .map(|o| {
-                        format!(
-                            "{} (generation {:?}, status {:?})",
-                            o.metadata.name.as_deref().unwrap_or_default(),
-                            o.metadata.generation,
-                            o.status
-                        )
-                    })
-                    .collect();
-                let ready = list.items.len() - not_ready.len();
-                if ready == OBJECTS {
-                    return Ok(ready);
-                }
-                // Which side is stuck: the platform granting, or the provider noticing.
-                let requests: Api<ClusterRequest> = Api::all(env.platform().client());
-                let phases = match requests.list(&ListParams::default()).await {
-                    Ok(list) => {
-                        let mut phases = std::collections::BTreeMap::<String, usize>::new();
-                        for cr in list.items {
-                            let phase = cr.status.map(|s| s.common.phase).unwrap_or_default();
-                            *phases.entry(phase).or_default() += 1;
-                        }
-                        format!("{phases:?}")
-                    }
-                    Err(e) => format!("unknown ({e})"),
-                };
-                Err(format!(
-                    "{ready} of {} Ready; ClusterRequests by phase on the platform: {phases}; \
-                     not Ready: {}",
-                    list.items.len(),
-                    not_ready.join("; ")
-                ))
+                    .filter(|o| common::ready(Some(*o)))
+                    .count();
+                (ready == OBJECTS).then_some(ready)
             }
         },
+        || stuck(&env, &veleros),
     )
     .await;
     assert_eq!(all_ready, OBJECTS);

@@ -92,41 +92,43 @@ where
 
 /// Waits until `check` returns `Some`, checking again with a growing interval; for conditions
 /// over many objects or several clusters, where no single watch says it.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    eventually_explained(what, timeout, || {
-        let checked = check();
-        async move { checked.await.ok_or_else(String::new) }
-    })
-    .await
+    eventually_explained(what, timeout, check, || async { String::new() }).await
 }
 
-/// [`eventually`], where `check` says what is still missing; a timeout reports the last answer,
-/// so a failure shows what got stuck rather than only that something did.
-pub async fn eventually_explained<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+/// [`eventually`], where a timeout also reports what `explain` finds stuck: it is asked once,
+/// on the timeout, so the wait itself does no more work than [`eventually`]'s.
+pub async fn eventually_explained<T, F, Fut, E, EFut>(
+    what: &str,
+    timeout: Duration,
+    mut check: F,
+    explain: E,
+) -> T
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
+    Fut: Future<Output = Option<T>>,
+    E: FnOnce() -> EFut,
+    EFut: Future<Output = String>,
 {
     let started = Instant::now();
     let mut interval = Duration::from_millis(20);
     loop {
-        let missing = match check().await {
-            Ok(value) => return value,
-            Err(missing) => missing,
-        };
-        assert!(
-            started.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}{}{missing}",
-            if missing.is_empty() {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if started.elapsed() >= timeout {
+            let stuck = explain().await;
+            let separator = if stuck.is_empty() {
                 ""
             } else {
                 "; still missing: "
-            }
-        );
+            };
+            panic!("timed out after {timeout:?} waiting for {what}{separator}{stuck}");
+        }
         tokio::time::sleep(interval).await;
         interval = (interval * 2).min(Duration::from_millis(500));
     }
