@@ -123,15 +123,14 @@ pub async fn run<P: Reconcile>(options: DevOptions) -> Result<(), String> {
     );
 
     let resource = ApiResource::erase::<P>(&());
-    let objects: Api<DynamicObject> =
-        Api::namespaced_with(env.onboarding().client(), DEV_NAMESPACE, &resource);
-    let mut object = DynamicObject::new(DEV_NAME, &resource).within(DEV_NAMESPACE);
-    object.data = json!({ "spec": object_spec });
-    match objects.create(&PostParams::default(), &object).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => return Err(format!("dev: creating the sample {}: {e}", info.kind)),
-    }
+    create_sample(
+        env.onboarding().client(),
+        &resource,
+        DEV_NAMESPACE,
+        &object_spec,
+    )
+    .await
+    .map_err(|e| format!("dev: creating the sample {}: {e}", info.kind))?;
     println!(
         "dev: created {} {DEV_NAMESPACE}/{DEV_NAME} for ControlPlane {DEV_NAMESPACE}/{DEV_NAME}",
         info.kind
@@ -161,20 +160,19 @@ pub async fn run<P: Reconcile>(options: DevOptions) -> Result<(), String> {
             kcp.provider_workspace().path
         );
         for ws in kcp.consumers() {
-            let objects: Api<DynamicObject> =
-                Api::namespaced_with(kcp.client(&ws.path), DEV_KCP_NAMESPACE, &resource);
-            let mut object = DynamicObject::new(DEV_NAME, &resource).within(DEV_KCP_NAMESPACE);
-            object.data = json!({ "spec": object_spec });
-            match objects.create(&PostParams::default(), &object).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 409 => {}
-                Err(e) => {
-                    return Err(format!(
-                        "dev: creating the sample {} in workspace {}: {e}",
-                        info.kind, ws.path
-                    ));
-                }
-            }
+            create_sample(
+                kcp.client(&ws.path),
+                &resource,
+                DEV_KCP_NAMESPACE,
+                &object_spec,
+            )
+            .await
+            .map_err(|e| {
+                format!(
+                    "dev: creating the sample {} in workspace {}: {e}",
+                    info.kind, ws.path
+                )
+            })?;
             println!(
                 "dev: created {} {DEV_KCP_NAMESPACE}/{DEV_NAME} in workspace {}",
                 info.kind, ws.path
@@ -315,6 +313,24 @@ fn sample(schema: &JSONSchemaProps) -> Value {
             _ => json!([]),
         },
         Some(_) => Value::Null,
+    }
+}
+
+/// Creates the sample object `DEV_NAME` with `spec` in `namespace`; one left from an earlier
+/// run (409) is fine.
+async fn create_sample(
+    client: kube::Client,
+    resource: &ApiResource,
+    namespace: &str,
+    spec: &serde_json::Value,
+) -> Result<(), kube::Error> {
+    let objects: Api<DynamicObject> = Api::namespaced_with(client, namespace, resource);
+    let mut object = DynamicObject::new(DEV_NAME, resource).within(namespace);
+    object.data = json!({ "spec": spec });
+    match objects.create(&PostParams::default(), &object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

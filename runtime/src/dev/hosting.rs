@@ -13,7 +13,6 @@ use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -169,47 +168,7 @@ fn config_for(url: &str, token: &str) -> Result<kube::Config, DevError> {
 /// before its path: a per-cluster client without a connection pool, TLS session or auth of its
 /// own. Must be called within a tokio runtime.
 pub(crate) fn prefixed_client(base: &kube::Client, prefix: &str) -> kube::Client {
-    kube::Client::new(
-        PrefixService {
-            inner: base.clone(),
-            prefix: prefix.into(),
-        },
-        "default",
-    )
-}
-
-/// A tower service sending every request through a shared client with `/clusters/<name>`
-/// prepended to its path: a per-cluster client without a connection pool of its own.
-#[derive(Clone)]
-struct PrefixService {
-    inner: kube::Client,
-    prefix: Arc<str>,
-}
-
-impl tower::Service<Request<kube::client::Body>> for PrefixService {
-    type Response = Response<kube::client::Body>;
-    type Error = kube::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, mut req: Request<kube::client::Body>) -> Self::Future {
-        let inner = self.inner.clone();
-        let pq = req
-            .uri()
-            .path_and_query()
-            .map(|pq| pq.as_str().to_string())
-            .unwrap_or_else(|| "/".into());
-        let uri = format!("{}{}", self.prefix, pq);
-        Box::pin(async move {
-            *req.uri_mut() = uri
-                .parse()
-                .map_err(|e| kube::Error::Service(format!("request path {uri:?}: {e}").into()))?;
-            inner.send(req).await
-        })
-    }
+    crate::access::clients::scoped_client(base, prefix, None)
 }
 
 enum Backend {

@@ -80,10 +80,8 @@ impl KcpArgs {
             settings.endpoint_slice = slice.clone();
         }
         settings.provision |= self.provision_apiexport;
-        if self.shard_index.is_some() || self.shard_count.is_some() {
-            let count = self.shard_count.unwrap_or(1);
-            let index = self.shard_index.unwrap_or(0);
-            settings.sharding = Sharding::new(index, count).map_err(|e| e.to_string())?;
+        if let Some(sharding) = self.sharding()? {
+            settings.sharding = sharding;
         }
         if let Some(namespace) = &self.kcp_credentials_secret_namespace {
             settings.credentials = WorkspaceCredentials::Secret {
@@ -118,12 +116,19 @@ impl KcpArgs {
                     .to_owned(),
             );
         }
-        if let Some(count) = self.shard_count {
-            Sharding::new(self.shard_index.unwrap_or(0), count).map_err(|e| e.to_string())?;
-        } else if let Some(index) = self.shard_index {
-            Sharding::new(index, 1).map_err(|e| e.to_string())?;
-        }
+        self.sharding()?;
         Ok(())
+    }
+
+    /// The share `--shard-index`/`--shard-count` ask for (index 0, count 1 when only the other is
+    /// given); `None` without either.
+    fn sharding(&self) -> Result<Option<Sharding>, String> {
+        if self.shard_index.is_none() && self.shard_count.is_none() {
+            return Ok(None);
+        }
+        Sharding::new(self.shard_index.unwrap_or(0), self.shard_count.unwrap_or(1))
+            .map(Some)
+            .map_err(|e| e.to_string())
     }
 
     /// The settings `--kcp-kubeconfig` asks for; `None` without it.
