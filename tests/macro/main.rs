@@ -18,5 +18,6 @@ mod velero_by_hand;
 mod kitchen_sink;
 mod manifests;
 mod schema_names;
+mod ship;
 mod structural;
 mod ui;
