@@ -4,8 +4,9 @@
 //! ```text
 //! <provider> init      --environment E --verbosity INFO --provider-name N   (the openMCP init Job)
 //! <provider> run       --environment E --verbosity INFO --provider-name N   (the openMCP Deployment)
-//!                      [--kubeconfig F] [--metrics-bind-address A] [--health-probe-bind-address A]
-//!                      [--leader-elect]
+//!                      [--leader-elect=true] [--metrics-bind-address=:8080 --metrics-secure=false]
+//!                      [--kubeconfig F] [--health-probe-bind-address A] [--enable-http2]
+//!                      [--metrics-cert-path DIR] [--leader-election-id ID] …
 //!                      [--kcp-kubeconfig F [--apiexport-endpointslice N] [--provision-apiexport]
 //!                       [--shard-index I --shard-count N] …]                  (kcp mode)
 //! <provider> manifests --output DIR [--check]
@@ -13,10 +14,20 @@
 //! <provider>           run, when a cluster is configured (--kubeconfig or in a pod); else dev
 //! ```
 //!
-//! The platform cluster is `--kubeconfig` or, when it is absent, the pod's in-cluster config
-//! (`KUBERNETES_SERVICE_HOST`); `POD_NAMESPACE` names the provider's namespace. Every mistake —
-//! a bad flag, an unreadable kubeconfig, a missing `POD_NAMESPACE` — ends with one line on stderr
-//! that says what to fix, and a non-zero exit code.
+//! `init` and `run` take every flag a Go provider built from the service-provider-template takes,
+//! with the same defaults and meaning (`--metrics-bind-address` `0`, `--metrics-secure` `true`,
+//! `--health-probe-bind-address` `:8081`, `--leader-elect` `false`, `--enable-http2` `false`, the
+//! metrics and webhook certificate flags), parsed as Go parses them: a boolean is `--x`,
+//! `--x=true` or `--x=false` (any of Go's `strconv.ParseBool` spellings), a flag may start with
+//! one dash or two, and a flag given twice takes its last value. So the openMCP operator's
+//! Deployment and init Job start a provider written with this framework exactly as they start a Go
+//! one.
+//!
+//! The platform cluster is found as controller-runtime's `GetConfig` finds it: `--kubeconfig`,
+//! else `KUBECONFIG` (a list of files, merged, missing ones skipped — client-go's rules), else the
+//! pod's in-cluster config, else `$HOME/.kube/config`. `POD_NAMESPACE` names the provider's
+//! namespace. Every mistake — a bad flag, an unreadable kubeconfig, a missing `POD_NAMESPACE` —
+//! ends with one line on stderr that says what to fix, and a non-zero exit code.
 
 use std::ffi::OsString;
 use std::future::Future;
@@ -28,7 +39,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::access::clients::ClientFactory;
 use crate::error::Error;
@@ -47,6 +58,7 @@ const USAGE: u8 = 2;
 #[command(
     about = "An openMCP service provider built with service-provider",
     long_about = None,
+    args_override_self = true,
 )]
 struct Cli {
     #[command(subcommand)]
@@ -62,14 +74,15 @@ struct Common {
     /// Name of the environment (openMCP passes it; the runtime records it).
     #[arg(long, global = true, default_value = "")]
     environment: String,
-    /// Log level: DEBUG, INFO or ERROR.
-    #[arg(long, global = true, default_value = "INFO", value_parser = parse_verbosity)]
+    /// Log level: DEBUG, INFO or ERROR (any case).
+    #[arg(long, short = 'v', global = true, default_value = "INFO", value_parser = parse_verbosity)]
     verbosity: Verbosity,
     /// Name of the ServiceProvider; also the name of the ProviderConfig the provider reads.
     /// Defaults to the Service API kind in lower case.
     #[arg(long, global = true)]
     provider_name: Option<String>,
-    /// Kubeconfig of the platform cluster; the pod's in-cluster config when absent.
+    /// Kubeconfig of the platform cluster; else `KUBECONFIG`, the pod's in-cluster config, or
+    /// `~/.kube/config`.
     #[arg(long, global = true)]
     kubeconfig: Option<PathBuf>,
     /// `dev` only: where to write a kubeconfig for every cluster (default:
@@ -82,8 +95,10 @@ struct Common {
 enum Command {
     /// Install the CRDs and register the Service API at the ServiceProvider (the openMCP init
     /// Job); idempotent.
-    Init,
+    #[command(args_override_self = true)]
+    Init(InitArgs),
     /// Serve tenants until SIGTERM.
+    #[command(args_override_self = true)]
     Run(RunArgs),
     /// Write every manifest of this provider (CRDs, kcp APIResourceSchema and APIExport, RBAC)
     /// into a directory, one object per YAML file, removing files that are no longer generated.
@@ -119,19 +134,96 @@ impl Default for DevArgs {
     }
 }
 
-#[derive(Debug, Args)]
-struct RunArgs {
+/// The flags of a Go provider's `main.go` (the service-provider-template's, which Go providers
+/// copy), with Go's defaults. `init` accepts them too, as the Go binary does, and ignores them.
+#[derive(Clone, Debug, Args)]
+struct GoFlags {
     /// Where to serve /metrics (`:8080`, `127.0.0.1:9090`); `0` serves nothing.
-    #[arg(long, default_value = ":8080")]
+    #[arg(long, default_value = "0")]
     metrics_bind_address: String,
+    /// Serve /metrics over HTTPS (a self-signed certificate unless --metrics-cert-path is
+    /// given); `--metrics-secure=false` serves plain HTTP, as the openMCP operator asks.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "true",
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    metrics_secure: bool,
+    /// Directory of the metrics server's certificate (PEM); read once at start-up.
+    #[arg(long)]
+    metrics_cert_path: Option<PathBuf>,
+    /// File name of the certificate in --metrics-cert-path.
+    #[arg(long, default_value = "tls.crt")]
+    metrics_cert_name: String,
+    /// File name of the private key in --metrics-cert-path.
+    #[arg(long, default_value = "tls.key")]
+    metrics_cert_key: String,
     /// Where to serve /healthz and /readyz; `0` serves nothing.
     #[arg(long, default_value = ":8081")]
     health_probe_bind_address: String,
-    /// Elect a leader among replicas with a Lease per mode; only the leader reconciles.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = parse_bool)]
+    /// Elect a leader among replicas; only the leader reconciles (the operator passes
+    /// `--leader-elect=true` when the ServiceProvider has more than one replica).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false",
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     leader_elect: bool,
+    /// Accepted as Go providers accept it; the endpoints speak HTTP/1.1 either way.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false",
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    enable_http2: bool,
+    /// Accepted as Go providers accept it; this provider serves no webhooks.
+    #[arg(long, hide = true)]
+    webhook_cert_path: Option<PathBuf>,
+    /// Accepted as Go providers accept it; this provider serves no webhooks.
+    #[arg(long, hide = true, default_value = "tls.crt")]
+    webhook_cert_name: String,
+    /// Accepted as Go providers accept it; this provider serves no webhooks.
+    #[arg(long, hide = true, default_value = "tls.key")]
+    webhook_cert_key: String,
+}
+
+impl Default for GoFlags {
+    fn default() -> Self {
+        GoFlags {
+            metrics_bind_address: "0".into(),
+            metrics_secure: true,
+            metrics_cert_path: None,
+            metrics_cert_name: "tls.crt".into(),
+            metrics_cert_key: "tls.key".into(),
+            health_probe_bind_address: ":8081".into(),
+            leader_elect: false,
+            enable_http2: false,
+            webhook_cert_path: None,
+            webhook_cert_name: "tls.crt".into(),
+            webhook_cert_key: "tls.key".into(),
+        }
+    }
+}
+
+impl GoFlags {
+    /// The metrics certificate `--metrics-secure` asks for; `None` for plain HTTP.
+    fn metrics_tls(&self) -> Option<crate::ops::MetricsCert> {
+        if !self.metrics_secure {
+            return None;
+        }
+        Some(match &self.metrics_cert_path {
+            Some(dir) if !dir.as_os_str().is_empty() => crate::ops::MetricsCert::Files {
+                cert: dir.join(&self.metrics_cert_name),
+                key: dir.join(&self.metrics_cert_key),
+            },
+            _ => crate::ops::MetricsCert::SelfSigned,
+        })
+    }
+}
+
+#[derive(Debug, Default, Args)]
+struct InitArgs {
+    #[command(flatten)]
+    go: GoFlags,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    go: GoFlags,
     /// Seconds a leader's Lease stays valid without renewal (how fast a standby takes over
-    /// from a leader that died).
+    /// from a leader that died); controller-runtime's LeaseDuration.
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(2..=3600))]
     leader_elect_lease_duration: u64,
     /// How many objects are reconciled at once.
@@ -140,6 +232,17 @@ struct RunArgs {
     /// kcp mode.
     #[command(flatten)]
     kcp: crate::kcp::flags::KcpArgs,
+}
+
+impl Default for RunArgs {
+    fn default() -> Self {
+        RunArgs {
+            go: GoFlags::default(),
+            leader_elect_lease_duration: 15,
+            concurrency: 16,
+            kcp: Default::default(),
+        }
+    }
 }
 
 /// The `--verbosity` levels of the openMCP contract.
@@ -162,12 +265,43 @@ fn parse_verbosity(value: &str) -> Result<Verbosity, String> {
     }
 }
 
+/// A boolean flag's value as Go's `strconv.ParseBool` reads it.
 fn parse_bool(value: &str) -> Result<bool, String> {
-    match value.to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" => Ok(true),
-        "false" | "0" | "no" => Ok(false),
+    match value {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
         _ => Err("use true or false".to_owned()),
     }
+}
+
+/// Go's `flag` package also takes long flags with one dash (`-leader-elect`); clap takes them
+/// with two. Rewrites `-name[=value]` to `--name[=value]` for every long flag of the command
+/// line, up to a `--`.
+fn go_style_args<T: Into<OsString>>(args: impl IntoIterator<Item = T>) -> Vec<OsString> {
+    use clap::CommandFactory;
+    fn long_names(command: &clap::Command, names: &mut std::collections::HashSet<String>) {
+        for arg in command.get_arguments() {
+            names.extend(arg.get_long().map(str::to_owned));
+        }
+        for sub in command.get_subcommands() {
+            long_names(sub, names);
+        }
+    }
+    let mut names = std::collections::HashSet::new();
+    long_names(&Cli::command(), &mut names);
+    let mut out = Vec::new();
+    let mut flags_end = false;
+    for (i, arg) in args.into_iter().map(Into::into).enumerate() {
+        flags_end |= arg == "--";
+        let rewritten = arg.to_str().and_then(|text| {
+            let rest = text.strip_prefix('-').filter(|r| !r.starts_with('-'))?;
+            let name = rest.split('=').next()?;
+            (i > 0 && !flags_end && name.len() > 1 && names.contains(name))
+                .then(|| OsString::from(format!("-{text}")))
+        });
+        out.push(rewritten.unwrap_or(arg));
+    }
+    out
 }
 
 /// Parses a bind address the way controller-runtime takes it: `:8080` binds every interface,
@@ -248,7 +382,7 @@ impl<P: Reconcile> App<P> {
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        let cli = match Cli::try_parse_from(args) {
+        let cli = match Cli::try_parse_from(go_style_args(args)) {
             Ok(cli) => cli,
             Err(err) => return usage_error(err),
         };
@@ -267,12 +401,12 @@ impl<P: Reconcile> App<P> {
         };
         let result = runtime.block_on(async move {
             match command {
-                Some(Command::Init) => self.init_command(&common).await,
+                Some(Command::Init(_)) => self.init_command(&common).await,
                 Some(Command::Run(args)) => run_command::<P>(&common, &args).await,
                 Some(Command::Dev(args)) => self.dev_command(&common, &args).await,
                 Some(Command::Manifests { .. }) => Ok(()),
                 None if common.kubeconfig.is_some() || in_cluster() => {
-                    run_command::<P>(&common, &RunArgs::parse_defaults()).await
+                    run_command::<P>(&common, &RunArgs::default()).await
                 }
                 // No cluster configured: a local one, as `cargo run --example <provider>` expects.
                 None => self.dev_command(&common, &DevArgs::default()).await,
@@ -321,19 +455,6 @@ impl<P: Reconcile> App<P> {
     #[cfg(not(feature = "dev"))]
     async fn dev_command(&self, _common: &Common, _args: &DevArgs) -> Result<(), String> {
         Err("no platform cluster configured: pass --kubeconfig, or run in a pod (this provider was built without the `dev` feature, so it cannot start a local one)".to_owned())
-    }
-}
-
-impl RunArgs {
-    fn parse_defaults() -> Self {
-        RunArgs {
-            metrics_bind_address: ":8080".into(),
-            health_probe_bind_address: ":8081".into(),
-            leader_elect: false,
-            leader_elect_lease_duration: 15,
-            concurrency: 16,
-            kcp: Default::default(),
-        }
     }
 }
 
@@ -417,48 +538,113 @@ fn pod_namespace() -> Result<String, String> {
         })
 }
 
-/// The platform cluster's client: `--kubeconfig`, or the in-cluster config.
+/// The platform cluster's client, found as controller-runtime's `GetConfig` finds it:
+/// `--kubeconfig`; else `KUBECONFIG`; else the pod's in-cluster config; else
+/// `$HOME/.kube/config`.
 async fn platform_client(common: &Common) -> Result<kube::Client, String> {
-    match &common.kubeconfig {
-        Some(path) => {
-            let bytes = std::fs::read(path)
-                .map_err(|e| format!("cannot read --kubeconfig {}: {e}", path.display()))?;
-            let factory = ClientFactory::new();
-            ClientFactory::config(&bytes)
-                .await
-                .and_then(|config| factory.client_for(config))
-                .map_err(|e| {
-                    format!(
-                        "--kubeconfig {}: {e}; pass a valid kubeconfig for the platform cluster",
-                        path.display()
-                    )
-                })
+    let (config, source) = platform_config(common.kubeconfig.as_deref()).await?;
+    ClientFactory::new()
+        .client_for(config)
+        .map_err(|e| format!("{source}: {e}; pass a valid kubeconfig for the platform cluster"))
+}
+
+/// The platform cluster's config and where it came from (for messages).
+async fn platform_config(flag: Option<&std::path::Path>) -> Result<(kube::Config, String), String> {
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    let from = |kubeconfig: Kubeconfig, source: String| async move {
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .map(|config| (config, source.clone()))
+            .map_err(|e| format!("{source}: {e}; pass a valid kubeconfig for the platform cluster"))
+    };
+    if let Some(path) = flag {
+        let source = format!("--kubeconfig {}", path.display());
+        if let Err(e) = std::fs::metadata(path) {
+            return Err(format!("cannot read {source}: {e}"));
         }
-        None if in_cluster() => {
-            let config = kube::Config::incluster().map_err(|e| {
-                format!("cannot use the in-cluster config: {e}; pass --kubeconfig for the platform cluster")
+        let kubeconfig = Kubeconfig::read_from(path).map_err(|e| {
+            format!("{source}: {e}; pass a valid kubeconfig for the platform cluster")
+        })?;
+        return from(kubeconfig, source).await;
+    }
+    if let Some(list) = std::env::var_os(KUBECONFIG_ENV).filter(|v| !v.is_empty()) {
+        let kubeconfig = merged_kubeconfigs(&list)?;
+        let source = format!("KUBECONFIG={}", list.to_string_lossy());
+        return from(kubeconfig, source).await;
+    }
+    if in_cluster() {
+        let config = kube::Config::incluster().map_err(|e| {
+            format!(
+                "cannot use the in-cluster config: {e}; pass --kubeconfig for the platform cluster"
+            )
+        })?;
+        return Ok((config, "the in-cluster config".to_owned()));
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        let path = PathBuf::from(home).join(".kube").join("config");
+        if path.exists() {
+            let source = path.display().to_string();
+            let kubeconfig = Kubeconfig::read_from(&path).map_err(|e| {
+                format!("{source}: {e}; pass a valid kubeconfig for the platform cluster")
             })?;
-            kube::Client::try_from(config)
-                .map_err(|e| format!("cannot build a client from the in-cluster config: {e}"))
-        }
-        None => {
-            Err("no platform cluster configured: pass --kubeconfig, or run in a pod".to_owned())
+            return from(kubeconfig, source).await;
         }
     }
+    Err(
+        "no platform cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a pod"
+            .to_owned(),
+    )
+}
+
+const KUBECONFIG_ENV: &str = "KUBECONFIG";
+
+/// The files of a `KUBECONFIG` list merged as client-go merges them: empty entries and
+/// missing files skipped, a file named twice read once, the first file to set a value (a
+/// cluster, user or context name, `current-context`) wins.
+fn merged_kubeconfigs(list: &std::ffi::OsStr) -> Result<kube::config::Kubeconfig, String> {
+    use kube::config::Kubeconfig;
+    let mut seen = std::collections::HashSet::new();
+    let mut merged: Option<Kubeconfig> = None;
+    for path in std::env::split_paths(list) {
+        if path.as_os_str().is_empty() || !seen.insert(path.clone()) || !path.exists() {
+            continue;
+        }
+        let next = Kubeconfig::read_from(&path).map_err(|e| {
+            format!(
+                "KUBECONFIG file {}: {e}; pass a valid kubeconfig for the platform cluster",
+                path.display()
+            )
+        })?;
+        merged = Some(match merged {
+            None => next,
+            Some(merged) => merged
+                .merge(next)
+                .map_err(|e| format!("KUBECONFIG file {}: {e}", path.display()))?,
+        });
+    }
+    merged.ok_or_else(|| {
+        format!(
+            "KUBECONFIG={} names no existing file; point it at the platform cluster's kubeconfig",
+            list.to_string_lossy()
+        )
+    })
 }
 
 async fn run_command<P: Reconcile>(common: &Common, args: &RunArgs) -> Result<(), String> {
     let kcp = args.kcp.settings(&P::INFO)?;
-    let metrics_addr = parse_bind_address("metrics-bind-address", &args.metrics_bind_address)?;
-    let health_addr =
-        parse_bind_address("health-probe-bind-address", &args.health_probe_bind_address)?;
+    let metrics_addr = parse_bind_address("metrics-bind-address", &args.go.metrics_bind_address)?;
+    let health_addr = parse_bind_address(
+        "health-probe-bind-address",
+        &args.go.health_probe_bind_address,
+    )?;
     let platform = platform_client(common).await?;
     let mut options = RunOptions::new(provider_name::<P>(common), pod_namespace()?);
     options.environment = common.environment.clone();
     options.pod_name = std::env::var(ENV_POD_NAME).ok().filter(|n| !n.is_empty());
     options.metrics_addr = metrics_addr;
+    options.metrics_tls = args.go.metrics_tls();
     options.health_addr = health_addr;
-    options.leader_elect = args.leader_elect;
+    options.leader_elect = args.go.leader_elect;
     options.leader.lease_duration = Duration::from_secs(args.leader_elect_lease_duration);
     options.leader.renew_grace = Duration::from_secs((args.leader_elect_lease_duration / 3).max(1));
     options.concurrency = usize::try_from(args.concurrency).unwrap_or(16);
@@ -583,9 +769,20 @@ mod tests {
         );
     }
 
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(go_style_args(args.iter().copied()))
+    }
+
+    fn run_args(args: &[&str]) -> RunArgs {
+        match parse(args).unwrap().command {
+            Some(Command::Run(run)) => run,
+            other => panic!("run expected: {other:?}"),
+        }
+    }
+
     #[test]
     fn flags_parse_anywhere_and_verbosity_is_checked() {
-        let cli = Cli::try_parse_from([
+        let cli = parse(&[
             "p",
             "run",
             "--environment",
@@ -602,14 +799,232 @@ mod tests {
         let Some(Command::Run(run)) = cli.command else {
             panic!("run")
         };
-        assert!(run.leader_elect);
-        let cli = Cli::try_parse_from(["p", "run", "--leader-elect"]).unwrap();
+        assert!(run.go.leader_elect);
+        assert!(run_args(&["p", "run", "--leader-elect"]).go.leader_elect);
+        assert!(parse(&["p", "run", "--verbosity", "LOUD"]).is_err());
+        let cli = parse(&["p", "--kubeconfig", "/k"]).unwrap();
+        assert!(cli.command.is_none());
+    }
+
+    /// What the openMCP operator's Deployment and init Job pass (openmcp-operator
+    /// `internal/controllers/provider/install/{deployment,job}.go`).
+    #[test]
+    fn the_operators_command_lines_parse() {
+        let run = run_args(&[
+            "p",
+            "run",
+            "--environment=prod",
+            "--verbosity=INFO",
+            "--provider-name=velero",
+            "--leader-elect=true",
+            "--metrics-bind-address=:8080",
+            "--metrics-secure=false",
+        ]);
+        assert!(run.go.leader_elect);
+        assert_eq!(run.go.metrics_bind_address, ":8080");
+        assert_eq!(run.go.metrics_tls(), None);
+        let init = parse(&[
+            "p",
+            "init",
+            "--environment=prod",
+            "--verbosity=debug",
+            "--provider-name=velero",
+        ])
+        .unwrap();
+        assert!(matches!(init.command, Some(Command::Init(_))));
+        assert_eq!(init.common.verbosity, Verbosity::Debug);
+        assert_eq!(init.common.environment, "prod");
+    }
+
+    /// The defaults of the service-provider-template's `main.go`.
+    #[test]
+    fn go_defaults() {
+        let run = run_args(&["p", "run"]);
+        assert_eq!(run.go.metrics_bind_address, "0");
+        assert!(run.go.metrics_secure);
+        assert_eq!(
+            run.go.metrics_tls(),
+            Some(crate::ops::MetricsCert::SelfSigned)
+        );
+        assert_eq!(run.go.health_probe_bind_address, ":8081");
+        assert!(!run.go.leader_elect);
+        assert!(!run.go.enable_http2);
+        let defaults = RunArgs::default();
+        assert_eq!(
+            (
+                defaults.go.metrics_bind_address.as_str(),
+                defaults.go.metrics_secure,
+                defaults.go.health_probe_bind_address.as_str(),
+                defaults.go.leader_elect
+            ),
+            ("0", true, ":8081", false)
+        );
+        let run = run_args(&[
+            "p",
+            "run",
+            "--metrics-cert-path=/certs",
+            "--metrics-cert-name=c.pem",
+        ]);
+        assert_eq!(
+            run.go.metrics_tls(),
+            Some(crate::ops::MetricsCert::Files {
+                cert: "/certs/c.pem".into(),
+                key: "/certs/tls.key".into()
+            })
+        );
+    }
+
+    /// Booleans as Go's flag packages parse them: `--x`, `--x=<ParseBool>`, one dash or two;
+    /// a separate value is not consumed (Go would read `--x false` as `--x` and an argument).
+    #[test]
+    fn booleans_parse_as_in_go() {
+        for (arg, expected) in [
+            ("--metrics-secure", true),
+            ("--metrics-secure=true", true),
+            ("--metrics-secure=false", false),
+            ("--metrics-secure=0", false),
+            ("--metrics-secure=F", false),
+            ("--metrics-secure=FALSE", false),
+            ("--metrics-secure=False", false),
+            ("--metrics-secure=1", true),
+            ("--metrics-secure=t", true),
+            ("--metrics-secure=True", true),
+            ("-metrics-secure=false", false),
+            ("-metrics-secure", true),
+        ] {
+            assert_eq!(
+                run_args(&["p", "run", arg]).go.metrics_secure,
+                expected,
+                "{arg}"
+            );
+        }
+        for bad in [
+            "--metrics-secure=yes",
+            "--metrics-secure=off",
+            "--leader-elect=2",
+        ] {
+            assert!(parse(&["p", "run", bad]).is_err(), "{bad}");
+        }
+        assert!(parse(&["p", "run", "--leader-elect", "false"]).is_err());
+        for (arg, expected) in [("--enable-http2", true), ("-enable-http2=false", false)] {
+            assert_eq!(run_args(&["p", "run", arg]).go.enable_http2, expected);
+        }
+        // One dash for flags with values too, and `-v` for --verbosity (controller-utils').
+        let cli = parse(&["p", "run", "-metrics-bind-address=:9090", "-v", "error"]).unwrap();
+        assert_eq!(cli.common.verbosity, Verbosity::Error);
         let Some(Command::Run(run)) = cli.command else {
             panic!("run")
         };
-        assert!(run.leader_elect);
-        assert!(Cli::try_parse_from(["p", "run", "--verbosity", "LOUD"]).is_err());
-        let cli = Cli::try_parse_from(["p", "--kubeconfig", "/k"]).unwrap();
-        assert!(cli.command.is_none());
+        assert_eq!(run.go.metrics_bind_address, ":9090");
+    }
+
+    /// A flag given twice takes its last value, as in Go (a runCommand that already has
+    /// `--leader-elect=true` still starts when the operator appends it again).
+    #[test]
+    fn the_last_value_wins() {
+        let run = run_args(&[
+            "p",
+            "run",
+            "--leader-elect=true",
+            "--metrics-bind-address=:1",
+            "--leader-elect=true",
+            "--metrics-bind-address=:2",
+            "--metrics-secure=false",
+            "--metrics-secure",
+        ]);
+        assert!(run.go.leader_elect);
+        assert_eq!(run.go.metrics_bind_address, ":2");
+        assert!(run.go.metrics_secure);
+        let cli = parse(&[
+            "p",
+            "init",
+            "--provider-name=a",
+            "--provider-name=b",
+            "--verbosity=INFO",
+            "--verbosity=ERROR",
+        ])
+        .unwrap();
+        assert_eq!(cli.common.provider_name.as_deref(), Some("b"));
+        assert_eq!(cli.common.verbosity, Verbosity::Error);
+    }
+
+    /// `init` takes the Go binary's flags too and ignores them.
+    #[test]
+    fn init_accepts_the_go_flags() {
+        let cli = parse(&[
+            "p",
+            "init",
+            "--leader-elect=true",
+            "--metrics-bind-address=:8080",
+            "--metrics-secure=false",
+            "--health-probe-bind-address=:8081",
+            "--enable-http2=false",
+            "--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs",
+        ])
+        .unwrap();
+        assert!(matches!(cli.command, Some(Command::Init(_))));
+    }
+
+    #[test]
+    fn one_dash_is_only_rewritten_for_long_flags() {
+        let args = go_style_args([
+            "-leader-elect",
+            "-leader-elect",
+            "-v",
+            "-x",
+            "--",
+            "-concurrency",
+        ]);
+        assert_eq!(
+            args,
+            [
+                "-leader-elect",
+                "--leader-elect",
+                "-v",
+                "-x",
+                "--",
+                "-concurrency"
+            ]
+            .map(OsString::from)
+        );
+    }
+
+    #[tokio::test]
+    async fn kubeconfig_follows_client_go() {
+        let dir = std::env::temp_dir().join(format!("sp-cli-kubeconfig-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let kubeconfig = |server: &str, context: &str| {
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: {context}\nclusters:\n- name: {context}\n  cluster:\n    server: {server}\nusers:\n- name: {context}\n  user:\n    token: t\ncontexts:\n- name: {context}\n  context:\n    cluster: {context}\n    user: {context}\n"
+            )
+        };
+        let a = dir.join("a");
+        let b = dir.join("b");
+        std::fs::write(&a, kubeconfig("https://a.example:6443", "a")).unwrap();
+        std::fs::write(&b, kubeconfig("https://b.example:6443", "b")).unwrap();
+        let list = std::env::join_paths([dir.join("missing"), a.clone(), b.clone()]).unwrap();
+        // The first file that sets current-context wins; missing files are skipped.
+        let merged = merged_kubeconfigs(&list).unwrap();
+        assert_eq!(merged.current_context.as_deref(), Some("a"));
+        assert_eq!(merged.clusters.len(), 2);
+        let reversed = std::env::join_paths([b.clone(), a.clone()]).unwrap();
+        assert_eq!(
+            merged_kubeconfigs(&reversed)
+                .unwrap()
+                .current_context
+                .as_deref(),
+            Some("b")
+        );
+        let none = std::env::join_paths([dir.join("missing")]).unwrap();
+        assert!(
+            merged_kubeconfigs(&none)
+                .unwrap_err()
+                .contains("names no existing file")
+        );
+        // --kubeconfig wins over everything.
+        let (config, source) = platform_config(Some(&b)).await.unwrap();
+        assert_eq!(config.cluster_url.host(), Some("b.example"));
+        assert!(source.contains("--kubeconfig"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -22,7 +22,7 @@ use crate::kcp::provision::{ProvisionError, provision};
 use crate::kcp::{KcpSettings, KcpSource, ProviderWorkspace};
 use crate::openmcp::constants::ONBOARDING_RUN_LOCAL_NAME;
 use crate::ops::leader::{LeaderElection, LeaderOptions, lease_name};
-use crate::ops::{Metrics, Readiness, serve_health, serve_metrics};
+use crate::ops::{Metrics, MetricsCert, Readiness, serve_health, serve_metrics};
 use crate::platform::Platform;
 use crate::provider::Reconcile;
 use crate::rbac;
@@ -41,6 +41,8 @@ pub struct RunOptions {
     pub pod_name: Option<String>,
     /// Where to serve `/metrics`; `None` serves nothing.
     pub metrics_addr: Option<SocketAddr>,
+    /// Serve `/metrics` over HTTPS with this certificate (`--metrics-secure`); `None`: HTTP.
+    pub metrics_tls: Option<MetricsCert>,
     /// Where to serve `/healthz` and `/readyz`; `None` serves nothing.
     pub health_addr: Option<SocketAddr>,
     /// Campaign for a Lease per mode instead of reconciling at once.
@@ -64,6 +66,7 @@ impl RunOptions {
             pod_namespace: pod_namespace.into(),
             pod_name: std::env::var(crate::openmcp::constants::ENV_POD_NAME).ok(),
             metrics_addr: None,
+            metrics_tls: None,
             health_addr: None,
             leader_elect: false,
             leader: LeaderOptions::default(),
@@ -87,6 +90,9 @@ pub enum StartError {
         /// What failed.
         source: std::io::Error,
     },
+    /// The metrics certificate is unusable.
+    #[error("--metrics-secure: {0}; fix the certificate files or pass --metrics-secure=false")]
+    MetricsTls(#[from] crate::ops::tls::TlsError),
     /// Onboarding access failed.
     #[error("onboarding access: {0}")]
     Onboarding(#[from] OnboardingError),
@@ -134,13 +140,22 @@ impl<P: Reconcile> Runtime<P> {
         let readiness = Readiness::new();
         let metrics_addr = match options.metrics_addr {
             Some(addr) => Some(
-                serve_metrics(addr, metrics.clone(), shutdown.clone())
-                    .await
-                    .map_err(|source| StartError::Bind {
-                        what: "metrics",
-                        addr,
-                        source,
-                    })?,
+                serve_metrics(
+                    addr,
+                    metrics.clone(),
+                    options
+                        .metrics_tls
+                        .as_ref()
+                        .map(crate::ops::tls::acceptor)
+                        .transpose()?,
+                    shutdown.clone(),
+                )
+                .await
+                .map_err(|source| StartError::Bind {
+                    what: "metrics",
+                    addr,
+                    source,
+                })?,
             ),
             None => None,
         };
@@ -170,6 +185,7 @@ impl<P: Reconcile> Runtime<P> {
             provider = %options.provider_name,
             namespace = %options.pod_namespace,
             metrics = ?metrics_addr,
+            metrics_secure = options.metrics_tls.is_some(),
             probes = ?health_addr,
             "starting"
         );

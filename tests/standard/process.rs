@@ -80,6 +80,7 @@ impl Provider {
             .env_remove("POD_NAMESPACE")
             .env_remove("RUST_LOG")
             .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("KUBECONFIG")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for (k, v) in env {
@@ -426,6 +427,92 @@ async fn init_installs_the_crds_and_registers_the_service_api() {
         .get(name)
         .await
         .expect("onboarding-init AccessRequest");
+}
+
+/// `init` and `run` started exactly as the openMCP operator's init Job and Deployment start
+/// them — its arguments, its `POD_*` environment — with the cluster from `KUBECONFIG` (a list,
+/// as client-go reads it) where a pod has its in-cluster config: `init` succeeds, and `run`
+/// serves its probes and plain-HTTP metrics where the operator said, takes the Lease
+/// (`--leader-elect=true` for two replicas) and gets an object Ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_command_lines_start_and_serve() {
+    const NAMESPACE: &str = "project-operated--ws-a";
+    let env = common::env::<Velero>(common::velero_config(), &[(NAMESPACE, "operated")]).await;
+    let dir = tempdir("operator");
+    let kubeconfig = dir.join("provider.kubeconfig");
+    std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
+    let kubeconfig_list = std::env::join_paths([dir.join("absent.kubeconfig"), kubeconfig.clone()])
+        .unwrap()
+        .into_string()
+        .unwrap();
+    let process_env = |pod: &str| {
+        let mut vars = common::operator_env(pod, env.pod_namespace(), "sp-velero");
+        vars.push(("KUBECONFIG".into(), kubeconfig_list.clone()));
+        vars
+    };
+    let init_env = process_env("sp-velero-init-x7k2p");
+    let init_env: Vec<(&str, &str)> = init_env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let init_args = common::operator_init_args(&[], "test", "INFO", "velero");
+    let init_args: Vec<&str> = init_args.iter().map(String::as_str).collect();
+    let (status, stderr) = run_to_end("velero", &init_args, &init_env).await;
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "init failed:
+{stderr}"
+    );
+
+    // The probe port comes from the ServiceProvider's runCommand (the operator appends after
+    // it), so that parallel tests on this machine never share :8081.
+    let probe_port = common::free_port();
+    let metrics_port = common::free_port();
+    let probe_flag = format!("--health-probe-bind-address=:{probe_port}");
+    let run_args = common::operator_run_args(
+        &["run", &probe_flag],
+        "test",
+        "INFO",
+        "velero",
+        2,
+        Some(metrics_port),
+    );
+    assert!(run_args.contains(&"--metrics-secure=false".to_owned()));
+    let run_args: Vec<&str> = run_args.iter().map(String::as_str).collect();
+    let run_env = process_env("sp-velero-6d5f8b7c9-q2w4e");
+    let run_env: Vec<(&str, &str)> = run_env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let mut process = Provider::spawn("velero", &run_args, &run_env);
+
+    let probes: std::net::SocketAddr = ([127, 0, 0, 1], probe_port).into();
+    let metrics: std::net::SocketAddr = ([127, 0, 0, 1], metrics_port).into();
+    let cp = ControlPlaneRef::new(NAMESPACE, "operated");
+    common::create::<Velero>(&env, &cp, json!({ "version": "1.15.0" })).await;
+    common::wait(
+        &common::objects::<Velero>(&env, &cp),
+        "operated",
+        common::ready::<Velero>,
+    )
+    .await;
+    if let Ok(Some(status)) = process.child.try_wait() {
+        panic!("run exited with {status}:\n{}", process.stderr());
+    }
+    let healthz = common::http_get(probes, "/healthz").await.unwrap();
+    assert!(healthz.starts_with("HTTP/1.1 200"), "{healthz}");
+    let readyz = common::http_get(probes, "/readyz").await.unwrap();
+    assert!(readyz.starts_with("HTTP/1.1 200"), "{readyz}");
+    let body = common::http_get(metrics, "/metrics").await.unwrap();
+    assert!(
+        body.starts_with("HTTP/1.1 200") && body.contains("# TYPE") && body.contains("# EOF"),
+        "plain-HTTP metrics on :{metrics_port}:\n{body}"
+    );
+
+    process.terminate();
+    let status = process.wait(TIMEOUT).await;
+    assert_eq!(status.code(), Some(0), "stderr:\n{}", process.stderr());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

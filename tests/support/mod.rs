@@ -144,3 +144,95 @@ pub fn forbidden(counters: &service_provider_apiserver::Counters) -> Vec<String>
         .map(|(k, n)| format!("{} {} {} x{n}", k.cluster, k.verb, k.resource))
         .collect()
 }
+
+/// The arguments the openMCP operator gives a provider's `run` container
+/// (openmcp-operator `internal/controllers/provider/install/deployment.go`): the
+/// ServiceProvider's `runCommand` (default `["run"]`), then `--environment`, `--verbosity`,
+/// `--provider-name`, `--leader-elect=true` for more than one replica, and
+/// `--metrics-bind-address=:<port> --metrics-secure=false` unless metrics are disabled.
+pub fn operator_run_args(
+    run_command: &[&str],
+    environment: &str,
+    verbosity: &str,
+    provider: &str,
+    replicas: u32,
+    metrics_port: Option<u16>,
+) -> Vec<String> {
+    let mut args: Vec<String> = if run_command.is_empty() {
+        vec!["run".into()]
+    } else {
+        run_command.iter().map(|a| a.to_string()).collect()
+    };
+    args.extend([
+        format!("--environment={environment}"),
+        format!("--verbosity={verbosity}"),
+        format!("--provider-name={provider}"),
+    ]);
+    if replicas > 1 {
+        args.push("--leader-elect=true".into());
+    }
+    if let Some(port) = metrics_port {
+        args.push(format!("--metrics-bind-address=:{port}"));
+        args.push("--metrics-secure=false".into());
+    }
+    args
+}
+
+/// The arguments of the operator's init Job (`job.go`): `initCommand` (default `["init"]`),
+/// then `--environment`, `--verbosity`, `--provider-name`.
+pub fn operator_init_args(
+    init_command: &[&str],
+    environment: &str,
+    verbosity: &str,
+    provider: &str,
+) -> Vec<String> {
+    let mut args: Vec<String> = if init_command.is_empty() {
+        vec!["init".into()]
+    } else {
+        init_command.iter().map(|a| a.to_string()).collect()
+    };
+    args.extend([
+        format!("--environment={environment}"),
+        format!("--verbosity={verbosity}"),
+        format!("--provider-name={provider}"),
+    ]);
+    args
+}
+
+/// The environment the operator gives both containers (`values.go` `EnvironmentVariables`):
+/// the pod's name, namespace, IP and ServiceAccount from the downward API.
+pub fn operator_env(
+    pod_name: &str,
+    pod_namespace: &str,
+    service_account: &str,
+) -> Vec<(String, String)> {
+    vec![
+        ("POD_NAME".into(), pod_name.into()),
+        ("POD_NAMESPACE".into(), pod_namespace.into()),
+        ("POD_IP".into(), "10.244.0.17".into()),
+        ("POD_SERVICE_ACCOUNT_NAME".into(), service_account.into()),
+    ]
+}
+
+/// A TCP port free on this machine now (for endpoints bound on every interface).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("0.0.0.0:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// One HTTP/1.1 GET on `addr`; the whole response (status line, headers, body).
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: provider\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    Ok(response)
+}

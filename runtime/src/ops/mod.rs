@@ -4,8 +4,10 @@ pub mod leader;
 pub mod metrics;
 pub mod server;
 pub mod shutdown;
+pub mod tls;
 
 pub use leader::{LeaderElection, LeaderOptions};
 pub use metrics::Metrics;
 pub use server::{Readiness, serve_health, serve_metrics};
 pub use shutdown::shutdown_signal;
+pub use tls::MetricsCert;

@@ -14,6 +14,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use crate::ops::metrics::Metrics;
@@ -59,14 +60,17 @@ fn text(
     response
 }
 
-/// Serves `/metrics` on `addr` until `shutdown`; returns the bound address (port 0 picks one).
+/// Serves `/metrics` on `addr` until `shutdown`, over HTTPS when `tls` is given; returns the
+/// bound address (port 0 picks one).
 pub async fn serve_metrics(
     addr: SocketAddr,
     metrics: Metrics,
+    tls: Option<TlsAcceptor>,
     shutdown: CancellationToken,
 ) -> std::io::Result<SocketAddr> {
     serve(
         addr,
+        tls,
         Arc::new(move |path: &str| match path {
             "/metrics" => text(
                 StatusCode::OK,
@@ -93,6 +97,7 @@ pub async fn serve_health(
 ) -> std::io::Result<SocketAddr> {
     serve(
         addr,
+        None,
         Arc::new(move |path: &str| match path {
             "/healthz" | "/livez" => text(StatusCode::OK, "ok\n", "text/plain"),
             "/readyz" if readiness.is_ready() => text(StatusCode::OK, "ok\n", "text/plain"),
@@ -114,6 +119,7 @@ pub async fn serve_health(
 
 async fn serve(
     addr: SocketAddr,
+    tls: Option<TlsAcceptor>,
     handler: Handler,
     shutdown: CancellationToken,
 ) -> std::io::Result<SocketAddr> {
@@ -132,15 +138,31 @@ async fn serve(
                 _ = shutdown.cancelled() => return,
             };
             let handler = handler.clone();
+            let tls = tls.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |req: Request<Incoming>| {
                     let response = handler(req.uri().path());
                     async move { Ok::<_, Infallible>(response) }
                 });
-                if let Err(err) = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await
-                {
+                let served = match tls {
+                    Some(tls) => match tls.accept(stream).await {
+                        Ok(stream) => {
+                            http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await
+                        }
+                        Err(err) => {
+                            tracing::debug!(error = %err, "TLS handshake failed");
+                            return;
+                        }
+                    },
+                    None => {
+                        http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await
+                    }
+                };
+                if let Err(err) = served {
                     tracing::debug!(error = %err, "probe connection failed");
                 }
             });
@@ -190,14 +212,151 @@ mod tests {
         let metrics = Metrics::new();
         metrics.set_leader(crate::Mode::Standard, true);
         let shutdown = CancellationToken::new();
-        let addr = serve_metrics("127.0.0.1:0".parse().unwrap(), metrics, shutdown.clone())
-            .await
-            .unwrap();
+        let addr = serve_metrics(
+            "127.0.0.1:0".parse().unwrap(),
+            metrics,
+            None,
+            shutdown.clone(),
+        )
+        .await
+        .unwrap();
         let body = get(addr, "/metrics").await;
         assert!(
             body.contains("service_provider_leader{mode=\"standard\"} 1"),
             "{body}"
         );
         shutdown.cancel();
+    }
+
+    #[tokio::test]
+    async fn metrics_are_served_over_https_with_a_self_signed_certificate() {
+        use crate::ops::tls::{MetricsCert, acceptor, self_signed};
+        // A certificate from files, as --metrics-cert-path gives it.
+        let dir = std::env::temp_dir().join(format!("sp-metrics-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = self_signed("localhost").unwrap();
+        let pem = |label: &str, der: &[u8]| {
+            use base64::Engine;
+            let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+            let lines: Vec<&str> = b64
+                .as_bytes()
+                .chunks(64)
+                .map(|c| std::str::from_utf8(c).unwrap())
+                .collect();
+            format!(
+                "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+                lines.join("\n")
+            )
+        };
+        std::fs::write(dir.join("tls.crt"), pem("CERTIFICATE", &cert)).unwrap();
+        std::fs::write(dir.join("tls.key"), pem("PRIVATE KEY", key.secret_der())).unwrap();
+        let from_files = MetricsCert::Files {
+            cert: dir.join("tls.crt"),
+            key: dir.join("tls.key"),
+        };
+        for (cert, trusted) in [(MetricsCert::SelfSigned, None), (from_files, Some(cert))] {
+            let shutdown = CancellationToken::new();
+            let addr = serve_metrics(
+                "127.0.0.1:0".parse().unwrap(),
+                Metrics::new(),
+                Some(acceptor(&cert).unwrap()),
+                shutdown.clone(),
+            )
+            .await
+            .unwrap();
+            let body = get_tls(addr, trusted).await;
+            assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+            assert!(body.contains("# EOF"), "{body}");
+            // Plain HTTP on the HTTPS port gets no metrics.
+            let plain =
+                tokio::time::timeout(std::time::Duration::from_secs(5), get(addr, "/metrics"))
+                    .await
+                    .unwrap_or_default();
+            assert!(!plain.contains("# EOF"), "{plain}");
+            shutdown.cancel();
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// GET /metrics over TLS, trusting `trusted` (or any certificate when `None`).
+    async fn get_tls(
+        addr: SocketAddr,
+        trusted: Option<rustls::pki_types::CertificateDer<'static>>,
+    ) -> String {
+        use rustls::client::danger::{
+            HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
+        };
+        use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+        #[derive(Debug)]
+        struct AnyCert(Arc<rustls::crypto::CryptoProvider>);
+        impl ServerCertVerifier for AnyCert {
+            fn verify_server_cert(
+                &self,
+                _: &CertificateDer<'_>,
+                _: &[CertificateDer<'_>],
+                _: &ServerName<'_>,
+                _: &[u8],
+                _: UnixTime,
+            ) -> Result<ServerCertVerified, rustls::Error> {
+                Ok(ServerCertVerified::assertion())
+            }
+            fn verify_tls12_signature(
+                &self,
+                message: &[u8],
+                cert: &CertificateDer<'_>,
+                dss: &rustls::DigitallySignedStruct,
+            ) -> Result<HandshakeSignatureValid, rustls::Error> {
+                rustls::crypto::verify_tls12_signature(
+                    message,
+                    cert,
+                    dss,
+                    &self.0.signature_verification_algorithms,
+                )
+            }
+            fn verify_tls13_signature(
+                &self,
+                message: &[u8],
+                cert: &CertificateDer<'_>,
+                dss: &rustls::DigitallySignedStruct,
+            ) -> Result<HandshakeSignatureValid, rustls::Error> {
+                rustls::crypto::verify_tls13_signature(
+                    message,
+                    cert,
+                    dss,
+                    &self.0.signature_verification_algorithms,
+                )
+            }
+            fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+                self.0.signature_verification_algorithms.supported_schemes()
+            }
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap();
+        let config = match trusted {
+            Some(cert) => {
+                let mut roots = rustls::RootCertStore::empty();
+                roots.add(cert).unwrap();
+                builder.with_root_certificates(roots).with_no_client_auth()
+            }
+            None => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyCert(provider)))
+                .with_no_client_auth(),
+        };
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut stream = connector
+            .connect(ServerName::try_from("localhost").unwrap(), tcp)
+            .await
+            .expect("TLS handshake");
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut out = String::new();
+        let _ = stream.read_to_string(&mut out).await;
+        out
     }
 }
