@@ -24,7 +24,7 @@ use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::access::clients::ClientFactory;
-use crate::access::{AccessManager, KubeconfigStore, owner_of};
+use crate::access::{AccessManager, KubeconfigStore};
 use crate::cache::{Cache, Change, ObjectKey, compact_meta, reflect};
 use crate::controller::Triggers;
 use crate::controller::status::{merge_patch, set_condition};
@@ -32,6 +32,7 @@ use crate::openmcp::clusters::RequestStatus;
 use crate::openmcp::constants::{
     MANAGED_BY_LABEL, MANAGED_PURPOSE_LABEL, ONBOARDING_NAME_LABEL, ONBOARDING_NAMESPACE_LABEL,
 };
+use crate::openmcp::naming::label_value;
 use crate::openmcp::{AccessRequest, ClusterRequest};
 use crate::provider::ServiceProvider;
 use crate::provider_config::{ProviderConfigResource, ProviderConfigStatus};
@@ -332,8 +333,10 @@ impl<P: ServiceProvider> Platform<P> {
 
     async fn watch_access_requests(self: Arc<Self>) {
         let api: Api<AccessRequest> = Api::all(self.client.clone());
-        let config = watcher::Config::default()
-            .labels(&format!("{MANAGED_BY_LABEL}={}", self.provider_name));
+        let config = watcher::Config::default().labels(&format!(
+            "{MANAGED_BY_LABEL}={}",
+            label_value(&self.provider_name)
+        ));
         let stream = watcher(api, config).default_backoff();
         let this = self.clone();
         reflect(
@@ -352,7 +355,7 @@ impl<P: ServiceProvider> Platform<P> {
                         .kubeconfigs()
                         .forget(&ObjectKey::new(namespace, &secret.name));
                 }
-                if let Some(owner) = object.and_then(|o| owner_of(o.labels())) {
+                if let Some(owner) = object.and_then(|o| this.access.owner_of(&**o)) {
                     tracing::debug!(object = %owner, "AccessRequest changed");
                     this.triggers.trigger(owner);
                 }
@@ -363,8 +366,10 @@ impl<P: ServiceProvider> Platform<P> {
 
     async fn watch_cluster_requests(self: Arc<Self>) {
         let api: Api<ClusterRequest> = Api::all(self.client.clone());
-        let config = watcher::Config::default()
-            .labels(&format!("{MANAGED_BY_LABEL}={}", self.provider_name));
+        let config = watcher::Config::default().labels(&format!(
+            "{MANAGED_BY_LABEL}={}",
+            label_value(&self.provider_name)
+        ));
         let stream = watcher(api, config).default_backoff();
         let this = self.clone();
         reflect(
@@ -373,7 +378,11 @@ impl<P: ServiceProvider> Platform<P> {
             ObjectKey::of,
             trim_request_meta,
             move |_, change| {
-                if let Some(owner) = change.new.or(change.old).and_then(|o| owner_of(o.labels())) {
+                if let Some(owner) = change
+                    .new
+                    .or(change.old)
+                    .and_then(|o| this.access.owner_of(&**o))
+                {
                     tracing::debug!(object = %owner, "ClusterRequest changed");
                     this.triggers.trigger(owner);
                 }
@@ -608,8 +617,9 @@ mod tests {
         assert_eq!(labels.len(), 4, "{labels:?}");
         assert!(REQUEST_LABELS_READ.iter().all(|l| labels.contains(l)));
         assert_eq!(
-            owner_of(request.labels()).map(|o| o.name),
-            Some("t".to_owned())
+            request.labels()[ONBOARDING_NAME_LABEL],
+            "t",
+            "the owner is found from the labels"
         );
         assert!(request.is_ready());
         assert_eq!(request.resource_version().as_deref(), Some("42"));

@@ -25,7 +25,7 @@ pub mod kubeconfigs;
 pub mod onboarding;
 pub mod retry;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Namespace;
@@ -215,11 +215,22 @@ impl RequestNames {
     }
 }
 
-/// The tenant a request belongs to, from its `onboarding-name`/`-namespace` labels.
-pub fn owner_of(labels: &BTreeMap<String, String>) -> Option<Identity> {
+/// The tenant a request names in its `onboarding-name`/`-namespace` labels. The values may be
+/// shortened (a name or kcp identity longer than 63 characters), so a caller must check the
+/// candidate against the request's namespace, as [`AccessManager::owner_of`] does.
+fn owner_from_labels(labels: &BTreeMap<String, String>) -> Option<Identity> {
     let name = labels.get(ONBOARDING_NAME_LABEL)?;
     let namespace = labels.get(ONBOARDING_NAMESPACE_LABEL)?;
     Some(Identity::from_access_namespace(namespace, name))
+}
+
+/// The tenant the labels of a request in platform namespace `namespace` name, when its own
+/// platform namespace is `namespace` (so the labels were not shortened).
+fn labelled_owner(namespace: &str, labels: &BTreeMap<String, String>) -> Option<Identity> {
+    owner_from_labels(labels).filter(|candidate| {
+        stable_mcp_namespace(&candidate.name, &candidate.access_namespace())
+            .is_ok_and(|ns| ns == namespace)
+    })
 }
 
 /// Orders and gives back access for tenants, from watch caches of this provider's requests.
@@ -232,6 +243,9 @@ pub struct AccessManager {
     access_requests: Cache<ObjectKey, AccessRequest>,
     cluster_requests: Cache<ObjectKey, ClusterRequest>,
     kubeconfigs: KubeconfigStore,
+    /// Tenants whose onboarding labels are shortened, by their platform namespace: their
+    /// requests' labels no longer name them, so a request change finds its tenant here.
+    shortened: Arc<std::sync::Mutex<HashMap<String, Identity>>>,
 }
 
 impl AccessManager {
@@ -251,6 +265,7 @@ impl AccessManager {
             access_requests,
             cluster_requests,
             kubeconfigs,
+            shortened: Arc::default(),
         }
     }
 
@@ -279,14 +294,49 @@ impl AccessManager {
         RequestNames::new(&self.controller, reg, tenant)
     }
 
+    /// The names of `id`'s requests for `reg`; remembers `id` when its labels are shortened,
+    /// for [`owner_of`](Self::owner_of).
+    fn names_of(&self, reg: &Registration, id: &Identity) -> Result<RequestNames, NamingError> {
+        let names = self.names(reg, &Tenant::from(id))?;
+        if names.labels.get(ONBOARDING_NAME_LABEL) != Some(&id.name)
+            || names.labels.get(ONBOARDING_NAMESPACE_LABEL) != Some(&id.access_namespace())
+        {
+            self.shortened
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(names.namespace.clone(), id.clone());
+        }
+        Ok(names)
+    }
+
+    /// The tenant a request of this provider serves: the one its onboarding labels name when
+    /// that tenant's platform namespace is the request's (a shortened label names no tenant
+    /// whose namespace hashes to it), else a tenant with shortened labels seen in that
+    /// namespace. `None` for a request of no known tenant (the onboarding requests).
+    pub fn owner_of<K: kube::Resource>(&self, request: &K) -> Option<Identity> {
+        let meta = request.meta();
+        let namespace = meta.namespace.as_deref()?;
+        if let Some(owner) = meta
+            .labels
+            .as_ref()
+            .and_then(|labels| labelled_owner(namespace, labels))
+        {
+            return Some(owner);
+        }
+        self.shortened
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(namespace)
+            .cloned()
+    }
+
     /// Orders access for `id` (creating what is missing) and reports where it stands.
     pub async fn ensure(
         &self,
         reg: &Registration,
         id: &Identity,
     ) -> Result<AccessState, AccessError> {
-        let tenant = Tenant::from(id);
-        let names = self.names(reg, &tenant)?;
+        let names = self.names_of(reg, id)?;
         if let RequestedCluster::New { purpose } = &reg.cluster {
             let key = ObjectKey::new(&names.namespace, &names.request);
             let cr = match self.cluster_requests.get(&key) {
@@ -372,7 +422,7 @@ impl AccessManager {
 
     /// Whether `id`'s AccessRequest for `reg` is gone or being deleted (from the cache).
     pub fn released(&self, reg: &Registration, id: &Identity) -> Result<bool, AccessError> {
-        let names = self.names(reg, &Tenant::from(id))?;
+        let names = self.names_of(reg, id)?;
         Ok(match self.access_requests.get(&names.access_request()) {
             None => true,
             Some(ar) => ar.metadata.deletion_timestamp.is_some(),
@@ -381,7 +431,7 @@ impl AccessManager {
 
     /// Gives back `id`'s access for `reg`; `true` once its requests are gone.
     pub async fn teardown(&self, reg: &Registration, id: &Identity) -> Result<bool, AccessError> {
-        let names = self.names(reg, &Tenant::from(id))?;
+        let names = self.names_of(reg, id)?;
         let ar_key = names.access_request();
         if let Some(ar) = self.access_requests.get(&ar_key) {
             if !is_managed(ar.labels(), &names.labels) {
@@ -681,18 +731,31 @@ mod tests {
     }
 
     #[test]
-    fn owners_come_from_the_labels() {
+    fn owners_come_from_labels_that_were_not_shortened() {
+        let ns = stable_mcp_namespace("a", "ns").unwrap();
         let labels = request_labels("velero", "ns", "a", "mcp");
         assert_eq!(
-            owner_of(&labels),
+            labelled_owner(&ns, &labels),
             Some(Identity {
                 cluster: None,
                 namespace: "ns".into(),
                 name: "a".into()
             })
         );
+        // The labels of another tenant's namespace name no owner here.
+        assert_eq!(labelled_owner("mcp--other", &labels), None);
+        let kcp = stable_mcp_namespace("a", "1abc_ns").unwrap();
         let labels = request_labels("velero", "1abc_ns", "a", "mcp");
-        assert_eq!(owner_of(&labels).unwrap().cluster.as_deref(), Some("1abc"));
+        assert_eq!(
+            labelled_owner(&kcp, &labels).unwrap().cluster.as_deref(),
+            Some("1abc")
+        );
+        // A shortened onboarding-name names a tenant that does not exist: no owner from labels.
+        let long = "n".repeat(80);
+        let ns = stable_mcp_namespace(&long, "ns").unwrap();
+        let labels = request_labels("velero", "ns", &long, "mcp");
+        assert_ne!(labels[ONBOARDING_NAME_LABEL], long);
+        assert_eq!(labelled_owner(&ns, &labels), None);
     }
 
     #[test]

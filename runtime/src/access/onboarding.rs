@@ -17,7 +17,7 @@ use crate::context::ClusterAccess;
 use crate::context::SecretRef;
 use crate::openmcp::clusters::RequestStatus;
 use crate::openmcp::constants::{MANAGED_BY_LABEL, PURPOSE_ONBOARDING, SECRET_KEY_KUBECONFIG};
-use crate::openmcp::naming::stable_request_name;
+use crate::openmcp::naming::{label_value, stable_request_name};
 use crate::openmcp::{
     AccessRequest, AccessRequestSpec, ClusterRequest, ClusterRequestSpec, ObjectReference,
     PermissionsRequest, TokenConfig,
@@ -87,7 +87,9 @@ pub async fn onboarding_access(
     timeout: Duration,
 ) -> Result<ClusterAccess, OnboardingError> {
     let name = stable_request_name(controller, local_name, "")?;
-    let labels = BTreeMap::from([(MANAGED_BY_LABEL.to_owned(), controller.to_owned())]);
+    // Go sets the controller name unshortened (and fails on a longer one); shortening changes
+    // nothing where Go works.
+    let labels = BTreeMap::from([(MANAGED_BY_LABEL.to_owned(), label_value(controller))]);
     let meta = ObjectMeta {
         name: Some(name.clone()),
         namespace: Some(namespace.to_owned()),

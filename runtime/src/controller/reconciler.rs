@@ -338,7 +338,10 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             .workload(&config)
             .unwrap_or_else(|| Registration::workload(None));
 
-        let released = match self.released(id, workload_declared.then_some(&workload_reg)) {
+        // Only access the ProviderConfig asks for now decides whether `delete` is skipped: an
+        // optional workload cluster the config does not ask for has no AccessRequest, and its
+        // absence is not "access already gone".
+        let released = match self.released(id, self.workload(&config).as_ref()) {
             Ok(released) => released,
             Err(err) => return self.fail(id, &object, &err, true).await,
         };

@@ -94,28 +94,47 @@ pub fn name_hash_shake128_base32(parts: &[&str]) -> String {
 /// `max_len - 10` bytes, with trailing `-` and `.` removed so the result stays a valid name,
 /// followed by `--` and [`name_hash_shake128_base32`] of the whole input.
 ///
-/// The trimming follows the controller-utils revision `openmcp.md` §1.1 and §10 describe; older
-/// revisions kept such characters (`x---hash`). Every upstream test vector agrees with both.
-/// Fails when `max_len` leaves no room for a prefix (`max_len <= 10`).
+/// The trimming follows controller-utils `pkg/controller/hash.go` (`strings.TrimRight(input[:n],
+/// "-.")`); older revisions kept such characters (`x---hash`). Every upstream test vector agrees
+/// with both. Fails when `max_len` leaves no room for a prefix (`max_len <= 10`).
 pub fn shorten_to_x_characters(input: &str, max_len: usize) -> Result<String, NamingError> {
     if input.len() <= max_len {
         return Ok(input.to_string());
     }
-    let suffix = format!("--{}", name_hash_shake128_base32(&[input]));
     let keep = max_len
-        .checked_sub(suffix.len())
+        .checked_sub(HASH_SUFFIX_LEN)
         .filter(|k| *k > 0)
         .ok_or(NamingError::MaxLenTooSmall)?;
-    let prefix = &input.as_bytes()[..keep];
+    Ok(shorten_keeping(input, keep))
+}
+
+/// The length of the `--<hash>` suffix [`shorten_to_x_characters`] appends.
+const HASH_SUFFIX_LEN: usize = 10;
+
+/// The first `keep` bytes of `input`, trailing `-`/`.` trimmed, then `--<hash of input>`.
+fn shorten_keeping(input: &str, keep: usize) -> String {
+    let prefix = &input.as_bytes()[..keep.min(input.len())];
     let trimmed_len = prefix
         .iter()
         .rposition(|b| *b != b'-' && *b != b'.')
         .map_or(0, |i| i + 1);
     // Go slices bytes; a cut inside a multi-byte character cannot occur in a Kubernetes name.
-    Ok(format!(
-        "{}{suffix}",
-        String::from_utf8_lossy(&prefix[..trimmed_len])
-    ))
+    format!(
+        "{}--{}",
+        String::from_utf8_lossy(&prefix[..trimmed_len]),
+        name_hash_shake128_base32(&[input])
+    )
+}
+
+/// A label value as the Go cluster-access library writes it: `ShortenToXCharactersUnsafe(value,
+/// 63)` (`ensureManagedLabelLength` in `lib/clusteraccess/advanced/clusteraccess.go`). A value of
+/// at most 63 bytes is kept; a longer one (a 253-character object name, a 63-character namespace
+/// joined with a name) becomes its first 53 bytes and a hash, which the API server accepts.
+pub fn label_value(value: &str) -> String {
+    if value.len() <= K8S_MAX_NAME_LENGTH {
+        return value.to_owned();
+    }
+    shorten_keeping(value, K8S_MAX_NAME_LENGTH - HASH_SUFFIX_LEN)
 }
 
 /// `StableMCPIdentifier`: [`k8s_name_uuid`] of the ControlPlane's namespace and name, in that
@@ -167,19 +186,28 @@ pub fn stable_request_name(
     Ok(format!("{shortened}--{suffix}"))
 }
 
-/// `DefaultManagedLabelGenerator`'s managed-purpose value: `<namespace>.<name>.<registration id>`
-/// of the reconciled object (e.g. `project-a--ws-b.my-mcp.workload`).
+/// `DefaultManagedLabelGenerator`'s managed-purpose value, before shortening:
+/// `<namespace>.<name>.<registration id>` of the reconciled object (e.g.
+/// `project-a--ws-b.my-mcp.workload`), without the namespace part when the namespace is empty
+/// (a cluster-scoped object: `my-mcp.workload`), and with leading and trailing `.` and ` `
+/// trimmed as Go's `strings.Trim(s, ". ")` does.
 pub fn managed_purpose(
     request_namespace: &str,
     request_name: &str,
     registration_id: &str,
 ) -> String {
-    format!("{request_namespace}.{request_name}.{registration_id}")
+    let joined = if request_namespace.is_empty() {
+        format!("{request_name}.{registration_id}")
+    } else {
+        format!("{request_namespace}.{request_name}.{registration_id}")
+    };
+    joined.trim_matches(['.', ' ']).to_owned()
 }
 
 /// The labels of the ClusterRequests and AccessRequests a provider creates for one Service API
-/// object, as the Go runtime sets them: `openmcp.cloud/managed-by` = the controller (provider)
-/// name as given, `openmcp.cloud/managed-purpose` = [`managed_purpose`], and
+/// object, as the Go runtime sets them (the template's `WithManagedLabels` generator, every value
+/// put through [`label_value`] by `ensureManagedLabelLength`): `openmcp.cloud/managed-by` = the
+/// controller (provider) name, `openmcp.cloud/managed-purpose` = [`managed_purpose`], and
 /// `openmcp.cloud/onboarding-name` / `-namespace` = the object's name and namespace. The library
 /// refuses to adopt a request whose managed-by or managed-purpose label differs.
 pub fn request_labels(
@@ -189,15 +217,19 @@ pub fn request_labels(
     registration_id: &str,
 ) -> BTreeMap<String, String> {
     BTreeMap::from([
-        (MANAGED_BY_LABEL.to_string(), controller.to_string()),
+        (MANAGED_BY_LABEL.to_string(), label_value(controller)),
         (
             MANAGED_PURPOSE_LABEL.to_string(),
-            managed_purpose(request_namespace, request_name, registration_id),
+            label_value(&managed_purpose(
+                request_namespace,
+                request_name,
+                registration_id,
+            )),
         ),
-        (ONBOARDING_NAME_LABEL.to_string(), request_name.to_string()),
+        (ONBOARDING_NAME_LABEL.to_string(), label_value(request_name)),
         (
             ONBOARDING_NAMESPACE_LABEL.to_string(),
-            request_namespace.to_string(),
+            label_value(request_namespace),
         ),
     ])
 }

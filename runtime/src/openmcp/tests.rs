@@ -413,3 +413,130 @@ fn names_of_a_tenant_fit_together() -> Result<(), naming::NamingError> {
     );
     Ok(())
 }
+
+/// One tenant's names and labels, as a Go provider named `velero` writes them.
+struct Vector {
+    namespace: String,
+    name: String,
+    platform_namespace: &'static str,
+    mcp_request: &'static str,
+    workload_request: &'static str,
+    mcp_purpose: &'static str,
+    workload_purpose: &'static str,
+    onboarding_name: String,
+}
+
+/// The naming vectors of issue 10. The expected strings come from an independent implementation
+/// of the Go helpers (Python's `hashlib.shake_128` and `base64.b32encode`, checked against the
+/// upstream vectors of controller-utils `hash_test.go`), not from this crate.
+#[test]
+fn naming_vectors_for_long_and_empty_names() -> Result<(), naming::NamingError> {
+    let vectors = [
+        // A 63-character name in a 63-character namespace: both onboarding labels fit, the
+        // joined managed-purpose does not.
+        Vector {
+            namespace: format!("ns-{}", "a".repeat(60)),
+            name: format!("name-{}", "b".repeat(58)),
+            platform_namespace: "mcp--c7ab853b-677f-87d1-bbad-9a7a2d8efd46",
+            mcp_request: "velero--name-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb--xh5xfin2--mcp",
+            workload_request: "velero--name-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb--xh5xfin2--wl",
+            mcp_purpose: "ns-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa--c5gp5btr",
+            workload_purpose: "ns-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa--dl2yrlkg",
+            onboarding_name: format!("name-{}", "b".repeat(58)),
+        },
+        // A 253-character name (the longest object name): even the onboarding-name label is
+        // shortened; the cut after a '.' keeps it (only trailing '-'/'.' of the prefix go).
+        Vector {
+            namespace: "project-p--ws-w".into(),
+            name: format!(
+                "{}{}",
+                format!("{}.", "x".repeat(50)).repeat(4),
+                "y".repeat(49)
+            ),
+            platform_namespace: "mcp--fbc7f7c6-8f1a-89e4-9ec1-277e7f00a276",
+            mcp_request: "velero--xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx--wxvpth7l--mcp",
+            workload_request: "velero--xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx--wxvpth7l--wl",
+            mcp_purpose: "project-p--ws-w.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx--sox7lx6k",
+            workload_purpose: "project-p--ws-w.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx--2rli272e",
+            onboarding_name: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.xx--nk6k3ca4"
+                .into(),
+        },
+        // No namespace: no leading '.' in managed-purpose; the namespace hash covers "/my-mcp".
+        Vector {
+            namespace: String::new(),
+            name: "my-mcp".into(),
+            platform_namespace: "mcp--397e5d5d-36a7-8f57-ac25-b95b67934d2b",
+            mcp_request: "velero--my-mcp--mcp",
+            workload_request: "velero--my-mcp--wl",
+            mcp_purpose: "my-mcp.mcp",
+            workload_purpose: "my-mcp.workload",
+            onboarding_name: "my-mcp".into(),
+        },
+        // The takeover test's long tenant: a 63-character name in a 40-character namespace.
+        Vector {
+            namespace: format!("project-takeover--ws-{}", "w".repeat(19)),
+            name: format!("tenant-{}", "c".repeat(56)),
+            platform_namespace: "mcp--993d3990-0d11-8c7f-9ec2-d80dd01eb916",
+            mcp_request: "velero--tenant-ccccccccccccccccccccccccccccccccc--yxqn4ppj--mcp",
+            workload_request: "velero--tenant-cccccccccccccccccccccccccccccccccc--yxqn4ppj--wl",
+            mcp_purpose: "project-takeover--ws-wwwwwwwwwwwwwwwwwww.tenant-ccccc--fk6imna5",
+            workload_purpose: "project-takeover--ws-wwwwwwwwwwwwwwwwwww.tenant-ccccc--5o7asy6o",
+            onboarding_name: format!("tenant-{}", "c".repeat(56)),
+        },
+    ];
+    let valid_label_value = |v: &str| {
+        v.len() <= 63
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            && v.bytes().next().is_none_or(|b| b.is_ascii_alphanumeric())
+            && v.bytes().last().is_none_or(|b| b.is_ascii_alphanumeric())
+    };
+    for v in &vectors {
+        let what = format!("{}/{}", v.namespace, v.name);
+        assert_eq!(
+            naming::stable_mcp_namespace(&v.name, &v.namespace)?,
+            v.platform_namespace,
+            "{what}"
+        );
+        assert_eq!(
+            naming::stable_request_name("velero", &v.name, constants::MCP_REQUEST_SUFFIX)?,
+            v.mcp_request,
+            "{what}"
+        );
+        assert_eq!(
+            naming::stable_request_name("velero", &v.name, constants::WORKLOAD_REQUEST_SUFFIX)?,
+            v.workload_request,
+            "{what}"
+        );
+        for (id, purpose) in [
+            (constants::MCP_CLUSTER_ID, v.mcp_purpose),
+            (constants::WORKLOAD_CLUSTER_ID, v.workload_purpose),
+        ] {
+            let labels = naming::request_labels("velero", &v.namespace, &v.name, id);
+            assert_eq!(labels[constants::MANAGED_BY_LABEL], "velero", "{what}");
+            assert_eq!(labels[constants::MANAGED_PURPOSE_LABEL], purpose, "{what}");
+            assert_eq!(
+                labels[constants::ONBOARDING_NAME_LABEL],
+                v.onboarding_name,
+                "{what}"
+            );
+            assert_eq!(
+                labels[constants::ONBOARDING_NAMESPACE_LABEL],
+                v.namespace,
+                "{what}"
+            );
+            for (key, value) in &labels {
+                assert!(valid_label_value(value), "{what}: {key}={value:?}");
+            }
+        }
+    }
+    // A controller name longer than a label value (a long API group as the onboarding requests'
+    // controller) is shortened like every other value.
+    let long_group = format!("{}.services.open-control-plane.io", "v".repeat(40));
+    assert_eq!(
+        naming::label_value(&long_group),
+        naming::shorten_to_x_characters(&long_group, 63)?
+    );
+    assert_eq!(naming::label_value(&long_group).len(), 63);
+    Ok(())
+}
