@@ -18,7 +18,8 @@ pub use serde_json;
 pub mod prelude {
     pub use crate::{api_type, service_provider};
     pub use service_provider_runtime::{
-        ClusterAccess, Context, Error, Identity, Mode, Outcome, Reconcile, ServiceProvider,
+        ClusterAccess, Context, Deletion, Error, Identity, Mode, Outcome, Reconcile,
+        ServiceProvider,
     };
 }
 

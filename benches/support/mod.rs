@@ -30,8 +30,8 @@ impl Reconcile for Bench {
         Ok(Outcome::ready())
     }
 
-    async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
-        Ok(Outcome::done())
+    async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion, Error> {
+        Ok(Deletion::done())
     }
 }
 

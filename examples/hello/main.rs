@@ -50,12 +50,12 @@ impl Reconcile for Hello {
         Ok(Outcome::ready())
     }
 
-    async fn delete(&self, cx: &Context<Self>) -> Result<Outcome, Error> {
+    async fn delete(&self, cx: &Context<Self>) -> Result<Deletion, Error> {
         let api: Api<ConfigMap> = Api::namespaced(cx.mcp().client().clone(), NAMESPACE);
         match api.delete(NAME, &DeleteParams::default()).await {
-            Ok(_) => Ok(Outcome::done()),
+            Ok(_) => Ok(Deletion::done()),
             Err(service_provider::kube::Error::Api(status)) if status.code == 404 => {
-                Ok(Outcome::done())
+                Ok(Deletion::done())
             }
             Err(err) => Err(err.into()),
         }

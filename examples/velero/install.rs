@@ -214,7 +214,7 @@ impl Reconcile for Velero {
         Ok(Outcome::ready().with_status(status))
     }
 
-    async fn delete(&self, cx: &Context<Self>) -> Result<Outcome<VeleroStatus>, Error> {
+    async fn delete(&self, cx: &Context<Self>) -> Result<Deletion<VeleroStatus>, Error> {
         // Removing the CRDs would delete the end user's backups with them.
         let backups = ApiResource {
             group: VELERO_GROUP.into(),
@@ -231,7 +231,7 @@ impl Reconcile for Velero {
             Err(err) => return Err(err.into()),
         };
         if remaining > 0 {
-            return Ok(Outcome::blocked(
+            return Ok(Deletion::blocked(
                 "UserResourcesPresent",
                 format!(
                     "{remaining} Velero backup(s) remain in the cluster; delete them to uninstall Velero"
@@ -242,6 +242,6 @@ impl Reconcile for Velero {
             .delete()
             .await?;
         cx.apply_set(cx.mcp(), "velero-crds").delete().await?;
-        Ok(Outcome::done())
+        Ok(Deletion::done())
     }
 }

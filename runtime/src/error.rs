@@ -6,8 +6,9 @@ use std::fmt;
 
 /// Why a reconcile failed.
 ///
-/// `?` on any standard error makes a [transient](Error::transient) one, so the usual
-/// `client.get(..).await?` retries with exponential backoff. Return [`Error::invalid_input`] when the
+/// `?` makes a [transient](Error::transient) one of any standard error (`kube::Error`,
+/// `serde_json::Error`, `std::io::Error`, …), of an `anyhow::Error` and of a `String` message, so
+/// the usual `client.get(..).await?` retries with exponential backoff. Return [`Error::invalid_input`] when the
 /// end user or the platform operator must change something: it is reported in the object's status
 /// and not retried until the object or the ProviderConfig changes.
 pub struct Error {
@@ -96,7 +97,10 @@ impl Error {
     }
 }
 
-impl<E: StdError + Send + Sync + 'static> From<E> for Error {
+// Everything that converts into a boxed error: every `std::error::Error + Send + Sync`, and also
+// `anyhow::Error` (which is not a `std::error::Error` itself, so a bound on that trait would
+// leave out authors who use anyhow in their helpers), `String` and `&str`.
+impl<E: Into<Box<dyn StdError + Send + Sync + 'static>>> From<E> for Error {
     fn from(err: E) -> Self {
         Error::transient(err)
     }
@@ -131,6 +135,32 @@ mod tests {
         let err = fails().unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Transient);
         assert!(err.source().is_some());
+    }
+
+    #[test]
+    fn question_mark_takes_the_errors_authors_meet() {
+        fn kube() -> Result<(), Error> {
+            Err(kube::Error::LinesCodecMaxLineLengthExceeded)?
+        }
+        fn json() -> Result<(), Error> {
+            let _: i32 = serde_json::from_str("{")?;
+            Ok(())
+        }
+        fn anyhow() -> Result<(), Error> {
+            Err(anyhow::anyhow!("the registry said no"))?
+        }
+        fn io() -> Result<(), Error> {
+            Err(std::io::Error::other("disk full"))?
+        }
+        for (err, message) in [
+            (kube().unwrap_err(), "newline"),
+            (json().unwrap_err(), "expected i32"),
+            (anyhow().unwrap_err(), "the registry said no"),
+            (io().unwrap_err(), "disk full"),
+        ] {
+            assert_eq!(err.kind(), ErrorKind::Transient, "{err}");
+            assert!(err.message().contains(message), "{err}");
+        }
     }
 
     #[test]

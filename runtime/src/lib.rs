@@ -42,7 +42,7 @@ pub use error::Error;
 pub use events::ObjectEvents;
 pub use fields::JsonFields;
 pub use manifests::{Manifest, manifests};
-pub use outcome::Outcome;
+pub use outcome::{Apply, Delete, Deletion, Outcome};
 pub use provider::{ProviderInfo, Reconcile, ServiceProvider, WorkloadCluster};
 pub use provider_config::{
     NoConfig, ProviderConfigCommon, ProviderConfigFields, ProviderConfigResource,

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::outcome::Outcome;
+use crate::outcome::{Deletion, Outcome};
 use crate::provider_config::{ProviderConfigFields, ProviderConfigResource};
 use crate::status::{ExtraStatus, ServiceStatus};
 
@@ -113,13 +113,13 @@ pub trait ServiceProvider:
 /// ```text
 /// impl Reconcile for Velero {
 ///     async fn create_or_update(&self, cx: &Context<Self>) -> Result<Outcome, Error> { … }
-///     async fn delete(&self, cx: &Context<Self>) -> Result<Outcome, Error> { … }
+///     async fn delete(&self, cx: &Context<Self>) -> Result<Deletion, Error> { … }
 /// }
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no `impl Reconcile`: the runtime does not know how to install or remove it",
     label = "`Reconcile` is not implemented for `{Self}`",
-    note = "add `impl Reconcile for {Self} {{ async fn create_or_update(&self, cx: &Context<Self>) -> Result<Outcome, Error> {{ … }} async fn delete(&self, cx: &Context<Self>) -> Result<Outcome, Error> {{ … }} }}`"
+    note = "add `impl Reconcile for {Self} {{ async fn create_or_update(&self, cx: &Context<Self>) -> Result<Outcome, Error> {{ … }} async fn delete(&self, cx: &Context<Self>) -> Result<Deletion, Error> {{ … }} }}`"
 )]
 pub trait Reconcile: ServiceProvider {
     /// Install or update the service for this object. Called whenever the object, its
@@ -132,9 +132,9 @@ pub trait Reconcile: ServiceProvider {
 
     /// Remove everything `create_or_update` installed. Called while the object is being deleted
     /// and its cluster access still exists; the finalizer is removed once this returns
-    /// [`Outcome::done`] and the runtime has given the access back.
+    /// [`Deletion::done`] and the runtime has given the access back.
     fn delete(
         &self,
         cx: &Context<Self>,
-    ) -> impl Future<Output = Result<Outcome<Self::ExtraStatus>, Error>> + Send;
+    ) -> impl Future<Output = Result<Deletion<Self::ExtraStatus>, Error>> + Send;
 }

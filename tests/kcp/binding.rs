@@ -62,7 +62,7 @@ impl Reconcile for Gated {
         Ok(Outcome::ready())
     }
 
-    async fn delete(&self, cx: &Context<Self>) -> Result<Outcome, Error> {
+    async fn delete(&self, cx: &Context<Self>) -> Result<Deletion, Error> {
         cx.apply_set(
             cx.workload(),
             format!("gated-{}", cx.identity().stable_id()),
@@ -70,7 +70,7 @@ impl Reconcile for Gated {
         .delete()
         .await?;
         DELETED.fetch_add(1, Ordering::SeqCst);
-        Ok(Outcome::done())
+        Ok(Deletion::done())
     }
 }
 

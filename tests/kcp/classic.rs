@@ -67,9 +67,9 @@ impl Reconcile for Classic {
         Ok(Outcome::ready())
     }
 
-    async fn delete(&self, cx: &Context<Self>) -> Result<Outcome, Error> {
+    async fn delete(&self, cx: &Context<Self>) -> Result<Deletion, Error> {
         cx.apply_set(cx.mcp(), "classic").delete().await?;
-        Ok(Outcome::done())
+        Ok(Deletion::done())
     }
 }
 

@@ -31,8 +31,8 @@ mod v1 {
         async fn create_or_update(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
             Ok(Outcome::ready())
         }
-        async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
-            Ok(Outcome::done())
+        async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion, Error> {
+            Ok(Deletion::done())
         }
     }
 }
@@ -60,8 +60,8 @@ mod v2 {
         async fn create_or_update(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
             Ok(Outcome::ready())
         }
-        async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
-            Ok(Outcome::done())
+        async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion, Error> {
+            Ok(Deletion::done())
         }
     }
 }

@@ -49,7 +49,7 @@ impl Reconcile for Flaky {
         Ok(Outcome::ready())
     }
 
-    async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
-        Ok(Outcome::done())
+    async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion, Error> {
+        Ok(Deletion::done())
     }
 }

@@ -9,8 +9,8 @@ impl Reconcile for Velero {
     async fn create_or_update(&self, _cx: &Context<Self>) -> Result<(), Error> {
         Ok(())
     }
-    async fn remove(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
-        Ok(Outcome::done())
+    async fn remove(&self, _cx: &Context<Self>) -> Result<Deletion, Error> {
+        Ok(Deletion::done())
     }
 }
 

@@ -10,8 +10,8 @@ impl Reconcile for Velero {
         let _workload = cx.workload();
         Ok(Outcome::ready())
     }
-    async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
-        Ok(Outcome::done())
+    async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion, Error> {
+        Ok(Deletion::done())
     }
 }
 

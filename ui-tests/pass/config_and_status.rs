@@ -43,8 +43,8 @@ impl Reconcile for Backup {
         let _region: &str = &cx.config().default_region;
         Ok(Outcome::ready().with_status(BackupStatus { last: Some("2026-01-01T00:00:00Z".into()) }))
     }
-    async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome<BackupStatus>, Error> {
-        Ok(Outcome::done())
+    async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion<BackupStatus>, Error> {
+        Ok(Deletion::done())
     }
 }
 

@@ -50,8 +50,8 @@ impl Reconcile for Everything {
         let _maybe: Option<&ClusterAccess> = cx.workload();
         Ok(Outcome::ready())
     }
-    async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome<EverythingStatus>, Error> {
-        Ok(Outcome::done())
+    async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion<EverythingStatus>, Error> {
+        Ok(Deletion::done())
     }
 }
 

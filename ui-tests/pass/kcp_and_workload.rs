@@ -27,8 +27,8 @@ impl Reconcile for Database {
         drop(name);
         Ok(Outcome::ready())
     }
-    async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
-        Ok(Outcome::blocked("BackupsPresent", "delete the backups first"))
+    async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion, Error> {
+        Ok(Deletion::blocked("BackupsPresent", "delete the backups first"))
     }
 }
 

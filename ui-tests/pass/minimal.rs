@@ -10,8 +10,8 @@ impl Reconcile for Minimal {
     async fn create_or_update(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
         Ok(Outcome::ready())
     }
-    async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
-        Ok(Outcome::done())
+    async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion, Error> {
+        Ok(Deletion::done())
     }
 }
 

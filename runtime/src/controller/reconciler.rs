@@ -292,10 +292,9 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             Ok(Ok(outcome)) => {
                 let (state, requeue, extra) = outcome.into_parts();
                 match state {
+                    // `Done` and `Blocked` are `delete`'s; `create_or_update`'s type cannot
+                    // carry them, the arms only keep the match exhaustive.
                     State::Ready | State::Done => {
-                        if matches!(state, State::Done) {
-                            tracing::warn!(object = %id, "create_or_update returned Outcome::done(), which is meant for delete; treating it as ready");
-                        }
                         self.write_status(id, &object, Report::ready().with_extra(extra), false)
                             .await;
                         let requeue = requeue.or(poll).map_or(Requeue::Never, Requeue::After);
