@@ -31,12 +31,12 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::json;
 use service_provider::dev::TestEnv;
-use service_provider::kcp::KcpSettings;
 use service_provider::kube::api::{ApiResource, DynamicObject, PostParams};
 use service_provider::kube::{Api, ResourceExt};
 use service_provider::prelude::*;
-use service_provider::runner::{RunOptions, Runtime};
 use service_provider_apiserver::kcp::{KcpOptions, VIRTUAL_WORKSPACE_SURFACE};
+use service_provider_runtime::kcp::KcpSettings;
+use service_provider_runtime::runner::{RunOptions, Runtime};
 
 // Each benchmark uses part of it.
 #[allow(dead_code)]
@@ -275,7 +275,7 @@ async fn child() {
             .and_then(|v| v.parse().ok())
             .expect(var)
     };
-    let factory = service_provider::access::clients::ClientFactory::new();
+    let factory = service_provider_runtime::access::clients::ClientFactory::new();
     let platform = factory
         .client(&read("SP_BENCH_PLATFORM"))
         .await

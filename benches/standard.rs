@@ -35,7 +35,7 @@ use serde_json::json;
 use service_provider::dev::{ControlPlaneRef, TestEnv};
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use service_provider::runner::{RunOptions, Runtime};
+use service_provider_runtime::runner::{RunOptions, Runtime};
 // Each benchmark uses part of it.
 #[allow(dead_code)]
 #[path = "support/mod.rs"]
@@ -383,7 +383,7 @@ impl Implementation {
     fn reconciles(&self) -> u64 {
         match self {
             Implementation::Runtime(rt) => {
-                use service_provider::ops::metrics::ReconcileResult as R;
+                use service_provider_runtime::ops::metrics::ReconcileResult as R;
                 [R::ready, R::waiting, R::progressing, R::error, R::skipped]
                     .into_iter()
                     .map(|r| {
@@ -418,7 +418,7 @@ impl Implementation {
 
 async fn start_runtime(env: &TestEnv) -> Implementation {
     let provider = env.provider().unwrap();
-    let platform = service_provider::access::clients::ClientFactory::new()
+    let platform = service_provider_runtime::access::clients::ClientFactory::new()
         .client(provider.platform_kubeconfig().as_bytes())
         .await
         .unwrap();
@@ -645,7 +645,7 @@ async fn memory(objects: usize) -> (Option<Memory>, Option<Memory>) {
 
 async fn child(role: String) {
     let read = |var: &str| std::fs::read(std::env::var(var).expect(var)).expect(var);
-    let factory = service_provider::access::clients::ClientFactory::new();
+    let factory = service_provider_runtime::access::clients::ClientFactory::new();
     let platform = factory
         .client(&read("SP_BENCH_PLATFORM"))
         .await

@@ -6,7 +6,30 @@
 //! k8s-openapi, schemars and serde through the re-exports below.
 
 pub use service_provider_macros::{api_type, service_provider};
-pub use service_provider_runtime::*;
+
+// The author's API, and nothing of the machinery (controllers, queues, caches, access management,
+// kcp plumbing, the command line's internals): those live in `service-provider-runtime`, whose
+// items may change between any two releases.
+pub use service_provider_runtime::context::SecretRef;
+pub use service_provider_runtime::error::ErrorKind;
+pub use service_provider_runtime::init::InitContext;
+pub use service_provider_runtime::{
+    App, Apply, ApplySet, ClusterAccess, Context, Delete, Deletion, Duration, Error, Identity,
+    Mode, NoConfig, NoStatus, ObjectEvents, Outcome, Phase, ProviderConfigCommon, ProviderInfo,
+    Reconcile, ServiceProvider, ServiceStatus, VersionSpec, WorkloadCluster, run, run_with_args,
+};
+
+/// Installing a set of objects into a cluster with server-side apply, pruning what a previous
+/// apply installed and this one omits ([`Context::apply_set`]).
+pub use service_provider_runtime::apply;
+/// The generated manifests ([`manifests()`]), as `<provider> manifests` writes them.
+pub use service_provider_runtime::manifests;
+/// The openMCP API types (`ControlPlane`, `ClusterRequest`, `AccessRequest`, `ServiceProvider`, …).
+pub use service_provider_runtime::openmcp;
+
+/// The embedded control plane and the simulated openMCP platform (feature `dev`).
+#[cfg(feature = "dev")]
+pub use service_provider_runtime::dev;
 
 pub use k8s_openapi;
 pub use kube;

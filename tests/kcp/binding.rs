@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use serde_json::json;
-use service_provider::kcp::v1alpha2::APIBinding;
 use service_provider::kube::Api;
 use service_provider::kube::api::{DeleteParams, ListParams, ObjectMeta};
 use service_provider::openmcp::AccessRequest;
 use service_provider::prelude::*;
 use service_provider_apiserver::kcp::KcpOptions;
+use service_provider_runtime::kcp::v1alpha2::APIBinding;
 use tokio::sync::Semaphore;
 
 use crate::common;
@@ -150,7 +150,7 @@ async fn a_binding_deleted_during_the_install_leaves_no_access_behind() {
         .unwrap();
     assert_eq!(requests.items.len(), 0, "no AccessRequest left");
     assert_eq!(
-        service_provider::controller::Source::keys(&*source),
+        service_provider_runtime::controller::Source::keys(&*source),
         Vec::<service_provider::Identity>::new(),
         "nothing left to reconcile"
     );

@@ -5,12 +5,12 @@
 
 use serde_json::{Value, json};
 use service_provider::dev::TestEnv;
-use service_provider::kcp::{KcpSettings, KcpSource};
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, PostParams};
-use service_provider::runner::{RunOptions, Runtime};
 use service_provider::{Reconcile, ServiceProvider};
 use service_provider_apiserver::kcp::{KcpOptions, WorkspaceInfo};
+use service_provider_runtime::kcp::{KcpSettings, KcpSource};
+use service_provider_runtime::runner::{RunOptions, Runtime};
 use std::sync::Arc;
 
 pub use crate::support::*;

@@ -179,7 +179,7 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
     }
     // Once the watches caught up, nothing is left to reconcile.
     common::eventually("the caches to catch up", TIMEOUT, || async {
-        service_provider::controller::Source::keys(&*source)
+        service_provider_runtime::controller::Source::keys(&*source)
             .is_empty()
             .then_some(())
     })

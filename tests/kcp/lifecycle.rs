@@ -94,7 +94,7 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
             String::from_utf8(secret.data.unwrap()["kubeconfig"].0.clone()).unwrap()
         }
     };
-    let factory = service_provider::access::clients::ClientFactory::new();
+    let factory = service_provider_runtime::access::clients::ClientFactory::new();
     let own = kubeconfig_of(&consumers[0].name).await;
     assert!(
         own.contains(&format!("/clusters/{}", consumers[0].name)),

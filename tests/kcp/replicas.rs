@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use serde_json::json;
-use service_provider::kcp::Sharding;
 use service_provider::kube::Api;
 use service_provider::kube::api::DeleteParams;
 use service_provider_apiserver::kcp::KcpOptions;
+use service_provider_runtime::kcp::Sharding;
 
 use crate::common::{self, TIMEOUT};
 use crate::velero::Velero;

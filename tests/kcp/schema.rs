@@ -3,11 +3,11 @@
 //! bindings serve the new field while the objects keep reconciling.
 
 use serde_json::json;
-use service_provider::kcp::{APIResourceSchema, v1alpha2};
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use service_provider::manifests::api_resource_schema;
 use service_provider_apiserver::kcp::KcpOptions;
+use service_provider_runtime::kcp::{APIResourceSchema, v1alpha2};
 
 use crate::common;
 

@@ -5,10 +5,10 @@ use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use serde_json::json;
 use service_provider::Identity;
-use service_provider::kcp::WorkspaceCredentials;
 use service_provider::kube::Api;
 use service_provider::kube::api::PostParams;
 use service_provider_apiserver::kcp::KcpOptions;
+use service_provider_runtime::kcp::WorkspaceCredentials;
 
 use crate::common;
 use crate::velero::Velero;

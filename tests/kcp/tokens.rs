@@ -8,10 +8,10 @@ use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::json;
 use service_provider::Identity;
-use service_provider::kcp::WorkspaceCredentials;
 use service_provider::kube::Api;
 use service_provider::kube::api::{DeleteParams, Patch, PatchParams};
 use service_provider_apiserver::kcp::KcpOptions;
+use service_provider_runtime::kcp::WorkspaceCredentials;
 
 use crate::common;
 use crate::velero::Velero;
@@ -90,7 +90,7 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
         expiry(&first_token)
     );
     let second = kubeconfig(&refreshed);
-    let factory = service_provider::access::clients::ClientFactory::new();
+    let factory = service_provider_runtime::access::clients::ClientFactory::new();
     let client = factory.client(second.as_bytes()).await.unwrap();
     Api::<CustomResourceDefinition>::all(client.clone())
         .get("backups.velero.io")

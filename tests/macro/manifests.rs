@@ -93,7 +93,7 @@ fn service_crd_has_the_openmcp_shape() {
         .collect();
     // The common fields, flattened beside the author's (VeleroStatus).
     let velero_status: Vec<&str> =
-        <velero::VeleroStatus as service_provider::JsonFields>::FIELDS.to_vec();
+        <velero::VeleroStatus as service_provider_runtime::JsonFields>::FIELDS.to_vec();
     let expected: BTreeSet<&str> = ["conditions", "observedGeneration", "phase"]
         .into_iter()
         .chain(velero_status)

@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 use service_provider::dev::{ControlPlaneRef, TestEnv};
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, PostParams};
-use service_provider::runner::{RunOptions, Runtime};
 use service_provider::{Reconcile, ServiceProvider};
+use service_provider_runtime::runner::{RunOptions, Runtime};
 
 pub use crate::support::*;
 

@@ -9,8 +9,8 @@ use serde_json::json;
 use service_provider::dev::ControlPlaneRef;
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
-use service_provider::ops::metrics::ReconcileResult;
 use service_provider::{Identity, Mode, ServiceProvider};
+use service_provider_runtime::ops::metrics::ReconcileResult;
 
 use crate::common::{self, TIMEOUT};
 use crate::velero::Velero;

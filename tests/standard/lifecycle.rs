@@ -104,7 +104,7 @@ async fn velero_installs_updates_and_uninstalls() {
         .await
         .expect("the tenant kubeconfig Secret");
     let kubeconfig = &secret.data.as_ref().unwrap()["kubeconfig"].0;
-    let tenant = service_provider::access::clients::ClientFactory::new()
+    let tenant = service_provider_runtime::access::clients::ClientFactory::new()
         .client(kubeconfig)
         .await
         .expect("the tenant kubeconfig parses");

@@ -544,7 +544,7 @@ async fn dev_serves_a_ready_object_and_writes_kubeconfigs() {
     );
     let onboarding =
         std::fs::read(dir.join("onboarding.kubeconfig")).expect("onboarding.kubeconfig");
-    let client = service_provider::access::clients::ClientFactory::new()
+    let client = service_provider_runtime::access::clients::ClientFactory::new()
         .client(&onboarding)
         .await
         .unwrap();
@@ -569,7 +569,7 @@ async fn dev_serves_a_ready_object_and_writes_kubeconfigs() {
             file.display()
         );
         let kubeconfig = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        let client = service_provider::access::clients::ClientFactory::new()
+        let client = service_provider_runtime::access::clients::ClientFactory::new()
             .client(&kubeconfig)
             .await
             .unwrap();

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use service_provider::dev::TestEnv;
 use service_provider::kube::{Api, Resource};
-use service_provider::runner::Runtime;
 use service_provider::{Phase, Reconcile, ServiceProvider};
+use service_provider_runtime::runner::Runtime;
 
 /// Generous: the whole suite shares two cores.
 pub const TIMEOUT: Duration = Duration::from_secs(120);
@@ -31,7 +31,7 @@ pub async fn provider_platform_client(env: &TestEnv) -> service_provider::kube::
         .provider()
         .expect("a provider is installed")
         .platform_kubeconfig();
-    service_provider::access::clients::ClientFactory::new()
+    service_provider_runtime::access::clients::ClientFactory::new()
         .client(kubeconfig.as_bytes())
         .await
         .expect("the provider's kubeconfig works")

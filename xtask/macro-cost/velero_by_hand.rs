@@ -8,7 +8,8 @@ use service_provider::kube::CustomResource;
 use service_provider::prelude::*;
 use service_provider::schemars::JsonSchema;
 use service_provider::serde::{Deserialize, Serialize};
-use service_provider::{ProviderConfigCommon, ProviderConfigStatus, ProviderInfo, ServiceStatus};
+use service_provider::{ProviderConfigCommon, ProviderInfo, ServiceStatus};
+use service_provider_runtime::ProviderConfigStatus;
 
 /// Velero backups for a tenant's control plane.
 // clippy reads the two `printcolumn(type_ = "string", ...)` as one attribute written twice.
@@ -128,7 +129,7 @@ impl ServiceProvider for Velero {
     type ExtraStatus = VeleroStatus;
     type Config = VeleroConfig;
     type ProviderConfig = VeleroProviderConfig;
-    type WorkloadCluster = service_provider::context::workload::Required;
+    type WorkloadCluster = service_provider_runtime::context::workload::Required;
     const INFO: ProviderInfo = ProviderInfo {
         group: "velero.services.open-control-plane.io",
         version: "v1alpha1",
@@ -138,7 +139,7 @@ impl ServiceProvider for Velero {
     };
 }
 
-impl service_provider::ProviderConfigResource for VeleroProviderConfig {
+impl service_provider_runtime::ProviderConfigResource for VeleroProviderConfig {
     type Config = VeleroConfig;
     fn common(&self) -> &ProviderConfigCommon {
         &self.spec.common
