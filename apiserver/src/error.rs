@@ -228,10 +228,18 @@ impl ApiError {
 
     /// 406 NotAcceptable for an `Accept` header the server cannot satisfy.
     pub fn not_acceptable() -> Self {
+        Self::not_acceptable_of(&["application/json", "application/yaml"])
+    }
+
+    /// 406 NotAcceptable naming the media types the endpoint serves.
+    pub fn not_acceptable_of(types: &[&str]) -> Self {
         Self::new(
             406,
             "NotAcceptable",
-            "only the following media types are accepted: application/json, application/yaml",
+            format!(
+                "only the following media types are accepted: {}",
+                types.join(", ")
+            ),
         )
     }
 

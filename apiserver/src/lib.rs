@@ -48,6 +48,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod patch;
 pub mod patching;
+pub mod protobuf;
 pub mod registry;
 pub mod request;
 pub mod schema;

@@ -327,3 +327,245 @@ async fn kubectl_drives_the_embedded_api_server() {
     k.ok(&["delete", "configmap", "settings"]).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A temporary directory with a kubeconfig for the admin of `c`.
+fn workdir(c: &Cluster, what: &str) -> (PathBuf, Kubectl) {
+    let dir = std::env::temp_dir().join(format!(
+        "sp-kubectl-{what}-{}-{}",
+        std::process::id(),
+        c.endpoint().addr().port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let k = Kubectl::new(c, &dir);
+    (dir, k)
+}
+
+/// Every `kubectl create` generator sends its object and reads the answer in protobuf (kubectl's
+/// typed clients ask for `application/vnd.kubernetes.protobuf`); each object is then read back as
+/// JSON to show that what kubectl meant arrived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_generators_speak_protobuf() {
+    if !kubectl_available() {
+        return;
+    }
+    let c = ApiServer::start().await.unwrap();
+    let (dir, k) = workdir(&c, "create");
+    let cert = rcgen::generate_simple_self_signed(vec!["tls.example.com".to_string()]).unwrap();
+    let (crt, key) = (dir.join("tls.crt"), dir.join("tls.key"));
+    std::fs::write(&crt, cert.cert.pem()).unwrap();
+    std::fs::write(&key, cert.signing_key.serialize_pem()).unwrap();
+    let (crt, key) = (crt.to_string_lossy(), key.to_string_lossy());
+    let (tls_cert, tls_key) = (format!("--cert={crt}"), format!("--key={key}"));
+
+    // (generator arguments, what kubectl prints, the object, a JSONPath, its value)
+    let cases: &[(&[&str], &str, &str, &str, &str)] = &[
+        (
+            &["namespace", "gen"],
+            "namespace/gen created",
+            "namespace/gen",
+            "{.status.phase}",
+            "Active",
+        ),
+        (
+            &[
+                "configmap",
+                "cm",
+                "-n",
+                "gen",
+                "--from-literal=a=1",
+                "--from-literal=empty=",
+            ],
+            "configmap/cm created",
+            "configmap/cm",
+            "{.data}",
+            r#"{"a":"1","empty":""}"#,
+        ),
+        (
+            &["secret", "generic", "s", "-n", "gen", "--from-literal=k=v"],
+            "secret/s created",
+            "secret/s",
+            "{.data.k}",
+            "dg==",
+        ),
+        (
+            &["secret", "tls", "t", "-n", "gen", &tls_cert, &tls_key],
+            "secret/t created",
+            "secret/t",
+            "{.type}",
+            "kubernetes.io/tls",
+        ),
+        (
+            &[
+                "secret",
+                "docker-registry",
+                "d",
+                "-n",
+                "gen",
+                "--docker-server=r.example.com",
+                "--docker-username=u",
+                "--docker-password=p",
+            ],
+            "secret/d created",
+            "secret/d",
+            "{.type}",
+            "kubernetes.io/dockerconfigjson",
+        ),
+        (
+            &["serviceaccount", "sa", "-n", "gen"],
+            "serviceaccount/sa created",
+            "serviceaccount/sa",
+            "{.metadata.name}",
+            "sa",
+        ),
+        (
+            &[
+                "role",
+                "r",
+                "-n",
+                "gen",
+                "--verb=get",
+                "--verb=list",
+                "--resource=pods",
+            ],
+            "role.rbac.authorization.k8s.io/r created",
+            "role/r",
+            "{.rules[0].verbs}",
+            r#"["get","list"]"#,
+        ),
+        (
+            &["clusterrole", "cr", "--verb=get", "--resource=namespaces"],
+            "clusterrole.rbac.authorization.k8s.io/cr created",
+            "clusterrole/cr",
+            "{.rules[0].resources}",
+            r#"["namespaces"]"#,
+        ),
+        (
+            &["clusterrole", "agg", "--aggregation-rule=x=y"],
+            "clusterrole.rbac.authorization.k8s.io/agg created",
+            "clusterrole/agg",
+            "{.aggregationRule.clusterRoleSelectors[0].matchLabels.x}",
+            "y",
+        ),
+        (
+            &[
+                "rolebinding",
+                "rb",
+                "-n",
+                "gen",
+                "--role=r",
+                "--serviceaccount=gen:sa",
+            ],
+            "rolebinding.rbac.authorization.k8s.io/rb created",
+            "rolebinding/rb",
+            "{.subjects[0].kind}/{.subjects[0].name}",
+            "ServiceAccount/sa",
+        ),
+        (
+            &[
+                "clusterrolebinding",
+                "crb",
+                "--clusterrole=cr",
+                "--user=alice",
+                "--group=devs",
+            ],
+            "clusterrolebinding.rbac.authorization.k8s.io/crb created",
+            "clusterrolebinding/crb",
+            "{.subjects[*].name}",
+            "alice devs",
+        ),
+        // `--replicas=0` is a pointer set to zero: it must not become the default of 1.
+        (
+            &[
+                "deployment",
+                "web",
+                "-n",
+                "gen",
+                "--image=nginx",
+                "--replicas=0",
+                "--port=80",
+            ],
+            "deployment.apps/web created",
+            "deployment/web",
+            "{.spec.replicas}/{.spec.template.spec.containers[0].ports[0].containerPort}",
+            "0/80",
+        ),
+        (
+            &["service", "clusterip", "ci", "-n", "gen", "--tcp=80:8080"],
+            "service/ci created",
+            "service/ci",
+            "{.spec.type}/{.spec.ports[0].targetPort}",
+            "ClusterIP/8080",
+        ),
+        (
+            &["service", "nodeport", "np", "-n", "gen", "--tcp=80:http"],
+            "service/np created",
+            "service/np",
+            "{.spec.type}/{.spec.ports[0].targetPort}",
+            "NodePort/http",
+        ),
+        (
+            &[
+                "service",
+                "loadbalancer",
+                "lb",
+                "-n",
+                "gen",
+                "--tcp=443:8443",
+            ],
+            "service/lb created",
+            "service/lb",
+            "{.spec.type}",
+            "LoadBalancer",
+        ),
+        (
+            &[
+                "service",
+                "externalname",
+                "ext",
+                "-n",
+                "gen",
+                "--external-name=example.com",
+            ],
+            "service/ext created",
+            "service/ext",
+            "{.spec.externalName}",
+            "example.com",
+        ),
+    ];
+    for (args, printed, object, path, want) in cases {
+        let mut full = vec!["create"];
+        full.extend_from_slice(args);
+        let out = k.ok(&full).await;
+        assert_eq!(out.trim(), *printed, "kubectl {full:?}");
+        let ns = if args.contains(&"-n") {
+            "gen"
+        } else {
+            "default"
+        };
+        let got = k
+            .ok(&["get", object, "-n", ns, "-o", &format!("jsonpath={path}")])
+            .await;
+        assert_eq!(got, *want, "kubectl {full:?}: {path}");
+    }
+
+    // `create token` posts a TokenRequest to serviceaccounts/token; the token authenticates as the
+    // ServiceAccount.
+    let token = k.ok(&["create", "token", "sa", "-n", "gen"]).await;
+    let out = k
+        .ok(&[
+            "auth",
+            "whoami",
+            "--token",
+            token.trim(),
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ])
+        .await;
+    assert_eq!(out, "system:serviceaccount:gen:sa");
+
+    // A failure comes back as a protobuf Status that kubectl reads: its message is shown.
+    let (ok, _, err) = k.run(&["create", "namespace", "gen"], None).await;
+    assert!(!ok);
+    assert!(err.contains(r#"namespaces "gen" already exists"#), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

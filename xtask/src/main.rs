@@ -1,8 +1,10 @@
 //! Repository tasks: `cargo xtask crds` (generate and check the examples' manifests) and
-//! `cargo xtask macro-cost` (what `#[service_provider]` costs at compile time).
+//! `cargo xtask macro-cost` (what `#[service_provider]` costs at compile time) and `cargo xtask
+//! protobuf` (the embedded API server's protobuf descriptors).
 
 mod crds;
 mod macro_cost;
+mod protobuf;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,6 +36,12 @@ enum Command {
         #[arg(long, default_value_t = 2000)]
         expansions: usize,
     },
+    /// Compile Kubernetes' generated.proto files into the embedded API server's descriptor set.
+    Protobuf {
+        /// The directory holding `api/`, `apimachinery/`, … with their `generated.proto` files.
+        #[arg(long)]
+        protos: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -41,6 +49,7 @@ fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Crds { check } => crds::run(&root, check),
         Command::MacroCost { runs, expansions } => macro_cost::run(&root, runs, expansions),
+        Command::Protobuf { protos } => protobuf::run(&root, &protos),
     };
     match result {
         Ok(code) => code,

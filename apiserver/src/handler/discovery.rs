@@ -212,8 +212,8 @@ pub(super) async fn non_resource(
             return match negotiate(
                 accept,
                 Allowed {
-                    transforms: false,
                     aggregated: t.surface.aggregated_discovery(),
+                    ..Allowed::default()
                 },
             )? {
                 Output::Aggregated(v) => {
@@ -246,8 +246,8 @@ pub(super) async fn non_resource(
             return match negotiate(
                 accept,
                 Allowed {
-                    transforms: false,
                     aggregated: t.surface.aggregated_discovery(),
+                    ..Allowed::default()
                 },
             )? {
                 Output::Aggregated(v) => Ok(value_response(

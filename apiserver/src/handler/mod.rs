@@ -24,7 +24,7 @@ use crate::request::{Query, RequestInfo};
 use crate::shard::Shard;
 use negotiate::{Allowed, Output, negotiate};
 pub use response::Body;
-use response::{error_response, text_response};
+use response::{error_response_as, text_response};
 
 /// The logical clusters a request addresses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,6 +173,13 @@ impl Ctx<'_> {
     }
 }
 
+/// Whether a resource's objects have a protobuf encoding: built-in kinds whose message is known
+/// (custom resources are JSON-only, as in kube-apiserver).
+pub(crate) fn has_protobuf(info: &ResourceInfo) -> bool {
+    info.strategy != crate::registry::Strategy::Custom
+        && crate::protobuf::supports(&info.api_version(), &info.kind)
+}
+
 /// Largest request body accepted (kube-apiserver's limit is 3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
@@ -208,9 +215,21 @@ pub async fn handle(
     let (parts, body) = req.into_parts();
     let query = Query::parse(parts.uri.query());
     let ri = RequestInfo::parse(&parts.method, path, &query);
-    let resp = match handle_inner(&target, &parts.method, &parts.headers, &ri, &query, body).await {
+    // Errors after content negotiation are answered in the negotiated encoding.
+    let mut negotiated = Output::Json;
+    let resp = match handle_inner(
+        &target,
+        &parts.method,
+        &parts.headers,
+        &ri,
+        &query,
+        body,
+        &mut negotiated,
+    )
+    .await
+    {
         Ok(r) => r,
-        Err(e) => error_response(&e),
+        Err(e) => error_response_as(&e, negotiated),
     };
     let verb = if ri.resource_request {
         ri.verb.clone()
@@ -233,6 +252,7 @@ async fn handle_inner(
     ri: &RequestInfo,
     query: &Query,
     body: hyper::body::Incoming,
+    negotiated: &mut Output,
 ) -> ApiResult<Response<Body>> {
     let path = ri.path.trim_end_matches('/');
     // Public endpoints, as kube-apiserver's system:public-info-viewer allows them.
@@ -263,6 +283,10 @@ async fn handle_inner(
             .authorize(target, &user, &Attributes::non_resource(&ri.verb, path))?;
         return discovery::non_resource(target, method, headers, path, ri).await;
     }
+    let info = target
+        .surface
+        .lookup(target, &ri.group, &ri.version, &ri.resource)
+        .ok_or_else(ApiError::no_route)?;
     let accept = headers
         .get(http::header::ACCEPT)
         .and_then(|v| v.to_str().ok());
@@ -271,12 +295,10 @@ async fn handle_inner(
         Allowed {
             transforms: true,
             aggregated: false,
+            protobuf: has_protobuf(&info),
         },
     )?;
-    let info = target
-        .surface
-        .lookup(target, &ri.group, &ri.version, &ri.resource)
-        .ok_or_else(ApiError::no_route)?;
+    *negotiated = output;
     if let Some(e) =
         target
             .surface

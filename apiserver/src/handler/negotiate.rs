@@ -16,6 +16,10 @@ pub enum Output {
     Metadata,
     /// Aggregated discovery `apidiscovery.k8s.io` (v2 or v2beta1).
     Aggregated(&'static str),
+    /// Objects in `application/vnd.kubernetes.protobuf` (built-in kinds only).
+    Protobuf,
+    /// PartialObjectMetadata / PartialObjectMetadataList in protobuf (any kind, as kube-apiserver).
+    MetadataProtobuf,
 }
 
 impl Output {
@@ -23,6 +27,7 @@ impl Output {
     pub fn content_type(self) -> &'static str {
         match self {
             Output::Json | Output::Metadata | Output::Table => "application/json",
+            Output::Protobuf | Output::MetadataProtobuf => crate::protobuf::MEDIA_TYPE,
             Output::Yaml => "application/yaml",
             Output::Aggregated("v2beta1") => {
                 "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
@@ -31,6 +36,16 @@ impl Output {
                 "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
             }
         }
+    }
+
+    /// Whether the answer is protobuf.
+    pub fn is_protobuf(self) -> bool {
+        matches!(self, Output::Protobuf | Output::MetadataProtobuf)
+    }
+
+    /// Whether the answer is PartialObjectMetadata.
+    pub fn is_metadata(self) -> bool {
+        matches!(self, Output::Metadata | Output::MetadataProtobuf)
     }
 }
 
@@ -41,6 +56,21 @@ pub struct Allowed {
     pub transforms: bool,
     /// Aggregated discovery (`/api`, `/apis`).
     pub aggregated: bool,
+    /// The objects themselves in protobuf (built-in kinds).
+    pub protobuf: bool,
+}
+
+/// The media types an endpoint answers objects in, for a 406's message.
+fn served_types(allowed: Allowed) -> &'static [&'static str] {
+    if allowed.protobuf {
+        &[
+            "application/json",
+            "application/yaml",
+            crate::protobuf::MEDIA_TYPE,
+        ]
+    } else {
+        &["application/json", "application/yaml"]
+    }
 }
 
 /// Picks the first acceptable representation, in the client's order; 406 when there is none.
@@ -68,6 +98,19 @@ pub fn negotiate(accept: Option<&str>, allowed: Allowed) -> Result<Output, ApiEr
         if mime == "application/yaml" && as_.is_empty() {
             return Ok(Output::Yaml);
         }
+        if mime == crate::protobuf::MEDIA_TYPE {
+            // Tables are JSON and YAML only; PartialObjectMetadata has a protobuf message for every
+            // kind (kube-apiserver's RequestScope.AllowsMediaTypeTransform).
+            match (as_, g, v) {
+                ("", _, _) if allowed.protobuf => return Ok(Output::Protobuf),
+                (
+                    "PartialObjectMetadata" | "PartialObjectMetadataList",
+                    "meta.k8s.io",
+                    "v1" | "v1beta1",
+                ) if allowed.transforms => return Ok(Output::MetadataProtobuf),
+                _ => continue,
+            }
+        }
         if !json_like {
             continue;
         }
@@ -92,7 +135,7 @@ pub fn negotiate(accept: Option<&str>, allowed: Allowed) -> Result<Output, ApiEr
             _ => continue,
         }
     }
-    Err(ApiError::not_acceptable())
+    Err(ApiError::not_acceptable_of(served_types(allowed)))
 }
 
 /// The body formats of a request.
@@ -110,10 +153,17 @@ pub enum BodyFormat {
     StrategicMergePatch,
     /// `application/apply-patch+yaml` (server-side apply)
     ApplyPatch,
+    /// `application/vnd.kubernetes.protobuf` (built-in kinds)
+    Protobuf,
 }
 
-/// Classifies a `Content-Type`; 415 for anything else.
-pub fn body_format(content_type: Option<&str>, patch: bool) -> Result<BodyFormat, ApiError> {
+/// Classifies a `Content-Type`; 415 for anything else. `protobuf`: whether the resource's kind has
+/// a protobuf encoding (custom resources do not).
+pub fn body_format(
+    content_type: Option<&str>,
+    patch: bool,
+    protobuf: bool,
+) -> Result<BodyFormat, ApiError> {
     let ct = content_type
         .unwrap_or("application/json")
         .split(';')
@@ -124,6 +174,7 @@ pub fn body_format(content_type: Option<&str>, patch: bool) -> Result<BodyFormat
     let f = match ct.as_str() {
         "application/json" | "" if !patch => BodyFormat::Json,
         "application/yaml" if !patch => BodyFormat::Yaml,
+        crate::protobuf::MEDIA_TYPE if !patch && protobuf => BodyFormat::Protobuf,
         "application/merge-patch+json" if patch => BodyFormat::MergePatch,
         "application/json-patch+json" if patch => BodyFormat::JsonPatch,
         "application/strategic-merge-patch+json" if patch => BodyFormat::StrategicMergePatch,
@@ -137,6 +188,12 @@ pub fn body_format(content_type: Option<&str>, patch: bool) -> Result<BodyFormat
                     "application/merge-patch+json",
                     "application/strategic-merge-patch+json",
                     "application/apply-patch+yaml",
+                ]
+            } else if protobuf {
+                &[
+                    "application/json",
+                    "application/yaml",
+                    crate::protobuf::MEDIA_TYPE,
                 ]
             } else {
                 &["application/json", "application/yaml"]
@@ -159,7 +216,7 @@ mod tests {
                 Some(a),
                 Allowed {
                     transforms: true,
-                    aggregated: false
+                    ..Allowed::default()
                 }
             )
             .unwrap(),
@@ -190,6 +247,28 @@ mod tests {
             .code,
             406
         );
+        let builtin = Allowed {
+            transforms: true,
+            protobuf: true,
+            ..Allowed::default()
+        };
+        let client_go = "application/vnd.kubernetes.protobuf, application/json";
+        assert_eq!(
+            negotiate(Some(client_go), builtin).unwrap(),
+            Output::Protobuf
+        );
+        let metadata = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        let custom = Allowed {
+            transforms: true,
+            ..Allowed::default()
+        };
+        assert_eq!(
+            negotiate(Some(metadata), custom).unwrap(),
+            Output::MetadataProtobuf
+        );
+        assert_eq!(negotiate(Some(client_go), custom).unwrap(), Output::Json);
+        let table = "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1";
+        assert_eq!(negotiate(Some(table), builtin).unwrap_err().code, 406);
     }
 
     #[test]
@@ -199,8 +278,8 @@ mod tests {
             negotiate(
                 Some(a),
                 Allowed {
-                    transforms: false,
-                    aggregated: true
+                    aggregated: true,
+                    ..Allowed::default()
                 }
             )
             .unwrap(),

@@ -36,10 +36,10 @@ pub(crate) fn object_response(cx: &Ctx<'_>, code: u16, obj: &StoredObject) -> Re
                 Output::Json,
             )
         }
-        Output::Metadata => value_response(
+        Output::Metadata | Output::MetadataProtobuf => value_response(
             code,
             &table::partial_metadata(&convert::served_value(&cx.info, obj)),
-            Output::Json,
+            cx.output,
         ),
         out => bytes_response(code, convert::served_bytes(&cx.info, obj), out),
     }
@@ -255,7 +255,7 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
             );
             Ok(value_response(200, &t, Output::Json))
         }
-        Output::Metadata => {
+        Output::Metadata | Output::MetadataProtobuf => {
             let mut meta = json!({"resourceVersion": rv_s});
             if let Some(c) = &cont {
                 meta["continue"] = json!(c);
@@ -266,7 +266,24 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
                 "metadata": meta,
                 "items": items.iter().map(|o| table::partial_metadata(&convert::served_value(&info, o))).collect::<Vec<_>>(),
             });
-            Ok(value_response(200, &l, Output::Json))
+            Ok(value_response(200, &l, cx.output))
+        }
+        Output::Protobuf => {
+            let items: Vec<Value> = items
+                .iter()
+                .map(|o| convert::served_value(&info, o))
+                .collect();
+            let mut meta = json!({"resourceVersion": rv_s});
+            if let Some(c) = &cont {
+                meta["continue"] = json!(c);
+            }
+            let l = json!({
+                "apiVersion": info.api_version(),
+                "kind": info.list_kind,
+                "metadata": meta,
+                "items": items,
+            });
+            Ok(value_response(200, &l, Output::Protobuf))
         }
         out => {
             // Assembled from the stored bytes: no object is parsed or re-serialized.

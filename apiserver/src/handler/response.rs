@@ -19,8 +19,14 @@ pub fn full(b: impl Into<Bytes>) -> Body {
 }
 
 /// A response with serialized bytes in the negotiated representation (JSON bytes are converted to
-/// YAML when YAML was asked for).
+/// YAML or protobuf when that was asked for).
 pub fn bytes_response(code: u16, json: Bytes, output: Output) -> Response<Body> {
+    if output.is_protobuf() {
+        return match serde_json::from_slice::<Value>(&json) {
+            Ok(v) => value_response(code, &v, output),
+            Err(e) => error_response(&ApiError::internal(e)),
+        };
+    }
     let body = if output == Output::Yaml {
         match serde_json::from_slice::<Value>(&json)
             .ok()
@@ -43,6 +49,20 @@ pub fn bytes_response(code: u16, json: Bytes, output: Output) -> Response<Body> 
 
 /// A response with a JSON value.
 pub fn value_response(code: u16, v: &Value, output: Output) -> Response<Body> {
+    if output.is_protobuf() {
+        return match crate::protobuf::encode(v) {
+            Ok(b) => {
+                let mut r = Response::new(full(b));
+                *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+                r.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(crate::protobuf::MEDIA_TYPE),
+                );
+                r
+            }
+            Err(e) => error_response(&ApiError::internal(e)),
+        };
+    }
     bytes_response(
         code,
         Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
@@ -52,7 +72,18 @@ pub fn value_response(code: u16, v: &Value, output: Output) -> Response<Body> {
 
 /// A `metav1.Status` error response.
 pub fn error_response(e: &ApiError) -> Response<Body> {
-    let mut r = value_response(e.code, &e.to_status(), Output::Json);
+    error_response_as(e, Output::Json)
+}
+
+/// A `metav1.Status` error response in the negotiated encoding (protobuf when the client asked for
+/// it, as kube-apiserver's `ErrorNegotiated`; every other representation gets JSON).
+pub fn error_response_as(e: &ApiError, output: Output) -> Response<Body> {
+    let output = if output.is_protobuf() {
+        Output::Protobuf
+    } else {
+        Output::Json
+    };
+    let mut r = value_response(e.code, &e.to_status(), output);
     if let Some(s) = e.retry_after
         && let Ok(v) = HeaderValue::from_str(&s.to_string())
     {

@@ -79,15 +79,34 @@ impl Encoder {
                 self.headers_sent = true;
                 watch_line(kind.as_str(), &serde_json::to_vec(&t).unwrap_or_default())
             }
-            Output::Metadata => {
+            Output::Metadata | Output::MetadataProtobuf => {
                 let v = table::partial_metadata(&convert::served_value(&self.info, &ev.object));
-                watch_line(kind.as_str(), &serde_json::to_vec(&v).unwrap_or_default())
+                self.line(kind.as_str(), &v)
             }
+            Output::Protobuf => self.line(
+                kind.as_str(),
+                &convert::served_value(&self.info, &ev.object),
+            ),
             _ => watch_line(
                 kind.as_str(),
                 &convert::served_bytes(&self.info, &ev.object),
             ),
         })
+    }
+
+    /// One event in the stream's encoding: a JSON line, or a length-prefixed protobuf frame.
+    fn line(&self, kind: &str, v: &serde_json::Value) -> Bytes {
+        if self.output.is_protobuf() {
+            match crate::protobuf::watch_frame(kind, v) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!("watch event not encoded as protobuf: {e}");
+                    Bytes::new()
+                }
+            }
+        } else {
+            watch_line(kind, &serde_json::to_vec(v).unwrap_or_default())
+        }
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
@@ -99,22 +118,19 @@ impl Encoder {
             Output::Table => {
                 json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()}, "columnDefinitions": [], "rows": []})
             }
-            Output::Metadata => {
+            Output::Metadata | Output::MetadataProtobuf => {
                 json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta})
             }
             _ => {
                 json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": meta})
             }
         };
-        watch_line("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
+        self.line("BOOKMARK", &obj)
     }
-}
 
-fn error_line(e: &ApiError) -> Bytes {
-    watch_line(
-        "ERROR",
-        &serde_json::to_vec(&e.to_status()).unwrap_or_default(),
-    )
+    fn error_line(&self, e: &ApiError) -> Bytes {
+        self.line("ERROR", &e.to_status())
+    }
 }
 
 /// Starts a watch.
@@ -199,6 +215,11 @@ pub(crate) fn watch(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
         include: Include::parse(q.get("includeObject")),
         headers_sent: false,
     };
+    let content_type = if cx.output.is_protobuf() {
+        crate::protobuf::WATCH_MEDIA_TYPE
+    } else {
+        "application/json"
+    };
     let mut resp_status = StatusCode::OK;
     let body: Body = match cx.target.shard.store().watch(filter, start) {
         Ok(stream) => stream_body(
@@ -211,19 +232,17 @@ pub(crate) fn watch(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
         ),
         // kube-apiserver answers a too-old resourceVersion with 200 and one ERROR event.
         Err(StoreError::Expired { requested, oldest }) => {
-            super::response::full(error_line(&ApiError::expired(requested, oldest)))
+            super::response::full(encoder.error_line(&ApiError::expired(requested, oldest)))
         }
         Err(e) => {
             resp_status = StatusCode::INTERNAL_SERVER_ERROR;
-            super::response::full(error_line(&ApiError::internal(e)))
+            super::response::full(encoder.error_line(&ApiError::internal(e)))
         }
     };
     let mut r = Response::new(body);
     *r.status_mut() = resp_status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r.headers_mut().insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("no-cache, private"),

@@ -21,7 +21,7 @@ fn decode(cx: &Ctx<'_>, body: &Bytes) -> ApiResult<Value> {
         .headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
-    let fmt = body_format(ct, false)?;
+    let fmt = body_format(ct, false, super::has_protobuf(&cx.info))?;
     if body.is_empty() {
         return Err(ApiError::bad_request(
             "the request body is empty: send the object as JSON or YAML",
@@ -30,6 +30,9 @@ fn decode(cx: &Ctx<'_>, body: &Bytes) -> ApiResult<Value> {
     match fmt {
         BodyFormat::Yaml => serde_yaml::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}"))),
+        BodyFormat::Protobuf => {
+            crate::protobuf::decode(body).map_err(|e| ApiError::bad_request(e.to_string()))
+        }
         _ => serde_json::from_slice(body).map_err(|e| {
             ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
         }),
@@ -248,7 +251,7 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         .headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
-    let fmt = body_format(ct, true)?;
+    let fmt = body_format(ct, true, false)?;
     if fmt == BodyFormat::StrategicMergePatch && cx.info.strategy == Strategy::Custom {
         return Err(ApiError::unsupported_media_type(
             "application/strategic-merge-patch+json",
@@ -341,9 +344,15 @@ fn delete_options(cx: &Ctx<'_>, body: &Bytes) -> ApiResult<DeleteOptions> {
     let mut policy: Option<String> = cx.query.get("propagationPolicy").map(str::to_string);
     let mut orphan: Option<bool> = cx.query.get("orphanDependents").map(|v| v == "true");
     if !body.is_empty() {
-        let v: Value = serde_json::from_slice(body)
-            .or_else(|_| serde_yaml::from_slice(body))
-            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+        let v: Value = if body.starts_with(b"k8s\0") {
+            // Typed client-go clients send DeleteOptions in their content type.
+            crate::protobuf::decode(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
+        } else {
+            serde_json::from_slice(body)
+                .or_else(|_| serde_yaml::from_slice(body))
+                .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
+        };
         if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
             policy = Some(p.to_string());
         }
@@ -389,14 +398,17 @@ fn delete_options(cx: &Ctx<'_>, body: &Bytes) -> ApiResult<DeleteOptions> {
 }
 
 fn dry_run_in_body(body: &Bytes) -> bool {
-    serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| {
-            v.get("dryRun")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().any(|x| x == "All"))
-        })
-        .unwrap_or(false)
+    let v = if body.starts_with(b"k8s\0") {
+        crate::protobuf::decode(body).ok()
+    } else {
+        serde_json::from_slice::<Value>(body).ok()
+    };
+    v.and_then(|v| {
+        v.get("dryRun")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().any(|x| x == "All"))
+    })
+    .unwrap_or(false)
 }
 
 /// DELETE of one object.
@@ -417,7 +429,7 @@ pub(crate) fn delete(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
             if !cx.info.group.is_empty() {
                 details["group"] = json!(cx.info.group);
             }
-            Ok(value_response(200, &success_status(details), Output::Json))
+            Ok(value_response(200, &success_status(details), cx.output))
         }
         Deleted::Gone(o) | Deleted::Pending(o) => Ok(object_response(cx, 200, &o)),
     }
