@@ -258,6 +258,35 @@ pub fn watch_frame(event_type: &str, obj: &Value) -> Result<Bytes, ProtoError> {
     Ok(out.freeze())
 }
 
+/// A decoded watch event: its type, its object, and the bytes after its frame.
+pub type WatchEvent<'a> = (String, Value, &'a [u8]);
+
+/// Splits the first frame off a protobuf watch stream: `(event type, object, rest)`, or `None`
+/// while the buffer holds no complete frame.
+pub fn next_watch_event(buf: &[u8]) -> Result<Option<WatchEvent<'_>>, ProtoError> {
+    let Some((len, rest)) = buf.split_first_chunk::<4>() else {
+        return Ok(None);
+    };
+    let len = u32::from_be_bytes(*len) as usize;
+    if rest.len() < len {
+        return Ok(None);
+    }
+    let (frame, rest) = rest.split_at(len);
+    let ev = DynamicMessage::decode(
+        meta_message("apimachinery.pkg.apis.meta.v1.WatchEvent")?,
+        frame,
+    )?;
+    let event_type = string_field(&ev, "type");
+    let raw = match ev.get_field_by_name("object").as_deref() {
+        Some(PValue::Message(o)) => match o.get_field_by_name("raw").as_deref() {
+            Some(PValue::Bytes(b)) => b.clone(),
+            _ => Bytes::new(),
+        },
+        _ => Bytes::new(),
+    };
+    Ok(Some((event_type, decode(&raw)?, rest)))
+}
+
 // --- Types whose JSON is not the plain mapping of their message -------------------------------
 
 const TIME: &str = "apimachinery.pkg.apis.meta.v1.Time";
@@ -604,7 +633,7 @@ fn single_from_json(f: &FieldDescriptor, v: &Value, path: &str) -> Result<PValue
 
 /// A message as Go's JSON writes it; `None` for a zero time (Go omits it or writes `null`).
 fn to_json(m: &DynamicMessage) -> Option<Value> {
-    let desc = prost_reflect::ReflectMessage::descriptor(&*m);
+    let desc = prost_reflect::ReflectMessage::descriptor(m);
     let i64_of = |name: &str| match m.get_field_by_name(name).as_deref() {
         Some(PValue::I64(i)) => *i,
         Some(PValue::I32(i)) => i64::from(*i),

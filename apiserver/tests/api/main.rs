@@ -8,5 +8,6 @@ mod delete;
 mod discovery;
 mod faults;
 mod multi;
+mod protobuf;
 mod rbac;
 mod watch;
