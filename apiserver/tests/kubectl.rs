@@ -110,10 +110,10 @@ const OWN_CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: veleros.velero.services.open-control-plane.io
+  name: veleroes.velero.services.open-control-plane.io
 spec:
   group: velero.services.open-control-plane.io
-  names: {kind: Velero, plural: veleros, singular: velero, shortNames: [vel]}
+  names: {kind: Velero, plural: veleroes, singular: velero, shortNames: [vel]}
   scope: Namespaced
   versions:
   - name: v1alpha1
@@ -189,7 +189,7 @@ async fn kubectl_drives_the_embedded_api_server() {
             &format!("crd/{name}"),
         ])
         .await;
-        velero_from_manifests |= name == "veleros.velero.services.open-control-plane.io";
+        velero_from_manifests |= name == "veleroes.velero.services.open-control-plane.io";
     }
     if !velero_from_manifests {
         k.ok_stdin(&["apply", "-f", "-"], OWN_CRD).await;
@@ -197,16 +197,16 @@ async fn kubectl_drives_the_embedded_api_server() {
             "wait",
             "--for=condition=Established",
             "--timeout=10s",
-            "crd/veleros.velero.services.open-control-plane.io",
+            "crd/veleroes.velero.services.open-control-plane.io",
         ])
         .await;
     }
-    let out = k.ok(&["explain", "veleros.spec"]).await;
+    let out = k.ok(&["explain", "veleroes.spec"]).await;
     assert!(out.contains("version"), "{out}");
 
     // Client-side apply, get, describe.
     k.ok_stdin(&["apply", "-f", "-"], &velero("1.14.0")).await;
-    let out = k.ok(&["get", "veleros"]).await;
+    let out = k.ok(&["get", "veleroes"]).await;
     assert!(
         out.contains("tenant-a") && out.contains("1.14.0"),
         "printer columns: {out}"

@@ -15,6 +15,17 @@ use proc_macro::TokenStream;
 
 /// Declares a service provider on the struct that is the spec of its Service API. See the
 /// `service-provider` crate for the options.
+///
+/// The Service API's plural (and so its CRD's name, `<plural>.<group>`) is by default the one
+/// controller-gen makes for a Go provider's CRD, `strings.ToLower(flect.Pluralize(kind))`:
+/// `Velero` → `veleroes`, `Kro` → `kroes`, `Flux` → `fluxes`, `Policy` → `policies`, `Status` →
+/// `statuses`, `Index` → `indices`, `Metrics` → `metrics`, `ExternalSecretsOperator` →
+/// `externalsecretsoperators`. The last camel-case word of the kind is inflected: a dictionary
+/// word takes its irregular plural, else the first matching suffix rule applies (`-y` after a
+/// consonant → `-ies`, `-f`/`-fe` → `-ves`, `-ch`/`-sh`/`-ss`/`-x` → `-es`, `-o` → `-oes` except
+/// `-io`/`-ano`/`-lo`/`-to`/`-oo`, `-us` → `-uses`, Latin and Greek endings, …), else a word
+/// ending in `s` stays and any other gets `s`. So a provider that replaces a Go one finds the Go
+/// provider's CRD. `plural = "..."` overrides it.
 #[proc_macro_attribute]
 pub fn service_provider(args: TokenStream, input: TokenStream) -> TokenStream {
     provider::expand(args.into(), input.into()).into()

@@ -421,7 +421,7 @@ pub(crate) fn parse(args: TokenStream, errors: &mut Accumulator) -> Options {
             }
             "version" => options.version = lit_str(meta, "version", "v1alpha1", errors),
             "kind" => options.kind = lit_str(meta, "kind", "Velero", errors),
-            "plural" => options.plural = lit_str(meta, "plural", "veleros", errors),
+            "plural" => options.plural = lit_str(meta, "plural", "veleroes", errors),
             "singular" => options.singular = lit_str(meta, "singular", "velero", errors),
             "shortnames" => options.shortnames = lit_strs(meta, "shortnames", errors),
             "categories" => options.categories = lit_strs(meta, "categories", errors),

@@ -274,7 +274,7 @@ fn build(
             check(errors, lit, names::resource_name("plural", &lit.value()));
             lit.value()
         }
-        None => names::plural(&singular),
+        None => names::plural(&string(&options.kind).unwrap_or_default()),
     };
     if plural == "providerconfigs"
         && let Some(lit) = options.plural.as_ref().or(options.kind.as_ref())

@@ -226,6 +226,10 @@ struct RunArgs {
     /// from a leader that died); controller-runtime's LeaseDuration.
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(2..=3600))]
     leader_elect_lease_duration: u64,
+    /// Name of standard mode's Lease on the onboarding cluster: the Go provider's
+    /// LeaderElectionID when taking over from one (default: <provider-name>-standard).
+    #[arg(long)]
+    leader_election_id: Option<String>,
     /// How many objects are reconciled at once.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     concurrency: u64,
@@ -239,6 +243,7 @@ impl Default for RunArgs {
         RunArgs {
             go: GoFlags::default(),
             leader_elect_lease_duration: 15,
+            leader_election_id: None,
             concurrency: 16,
             kcp: Default::default(),
         }
@@ -329,7 +334,15 @@ pub struct App<P> {
     init_hook: Option<InitHook>,
     #[cfg_attr(not(feature = "dev"), allow(dead_code))]
     dev_samples: (Option<serde_json::Value>, Option<serde_json::Value>),
+    names: Names,
     _provider: PhantomData<fn() -> P>,
+}
+
+/// Names a Go provider chose in code, for a provider that takes over from it.
+#[derive(Clone, Debug, Default)]
+struct Names {
+    onboarding_controller: Option<String>,
+    leader_election_id: Option<String>,
 }
 
 impl<P: Reconcile> Default for App<P> {
@@ -344,6 +357,7 @@ impl<P: Reconcile> App<P> {
         App {
             init_hook: None,
             dev_samples: (None, None),
+            names: Names::default(),
             _provider: PhantomData,
         }
     }
@@ -357,6 +371,26 @@ impl<P: Reconcile> App<P> {
         object: serde_json::Value,
     ) -> Self {
         self.dev_samples = (Some(provider_config), Some(object));
+        self
+    }
+
+    /// The controller name of the onboarding requests `<name>--onboarding-init` and
+    /// `<name>--onboarding-run` (their `openmcp.cloud/managed-by` label and the first part of
+    /// their names). Default: the Service API group, as the service-provider-template passes it
+    /// to `clusteraccess.NewClusterAccessManager`. A Go provider that passed another name there
+    /// (service-provider-velero: `velero.velero.services.openmcp.cloud`) is taken over with that
+    /// name, so `init` and `run` reuse its requests instead of ordering new ones.
+    pub fn onboarding_controller(mut self, name: impl Into<String>) -> Self {
+        self.names.onboarding_controller = Some(name.into());
+        self
+    }
+
+    /// The name of standard mode's Lease: the `LeaderElectionID` of the Go provider this one
+    /// replaces (service-provider-velero: `services.open-control-plane.io.velero`), so that
+    /// during a rolling update a Go replica and a Rust replica never lead at once. Default:
+    /// `<provider-name>-standard`. `run --leader-election-id` overrides it.
+    pub fn leader_election_id(mut self, id: impl Into<String>) -> Self {
+        self.names.leader_election_id = Some(id.into());
         self
     }
 
@@ -402,11 +436,11 @@ impl<P: Reconcile> App<P> {
         let result = runtime.block_on(async move {
             match command {
                 Some(Command::Init(_)) => self.init_command(&common).await,
-                Some(Command::Run(args)) => run_command::<P>(&common, &args).await,
+                Some(Command::Run(args)) => run_command::<P>(&common, &args, &self.names).await,
                 Some(Command::Dev(args)) => self.dev_command(&common, &args).await,
                 Some(Command::Manifests { .. }) => Ok(()),
                 None if common.kubeconfig.is_some() || in_cluster() => {
-                    run_command::<P>(&common, &RunArgs::default()).await
+                    run_command::<P>(&common, &RunArgs::default(), &self.names).await
                 }
                 // No cluster configured: a local one, as `cargo run --example <provider>` expects.
                 None => self.dev_command(&common, &DevArgs::default()).await,
@@ -428,6 +462,7 @@ impl<P: Reconcile> App<P> {
             pod_namespace: pod_namespace()?,
             access_timeout: Duration::from_secs(30 * 60),
             crd_timeout: Duration::from_secs(60),
+            onboarding_controller: self.names.onboarding_controller.clone(),
         };
         crate::init::init::<P>(platform, &options, self.init_hook.clone())
             .await
@@ -630,7 +665,11 @@ fn merged_kubeconfigs(list: &std::ffi::OsStr) -> Result<kube::config::Kubeconfig
     })
 }
 
-async fn run_command<P: Reconcile>(common: &Common, args: &RunArgs) -> Result<(), String> {
+async fn run_command<P: Reconcile>(
+    common: &Common,
+    args: &RunArgs,
+    names: &Names,
+) -> Result<(), String> {
     let kcp = args.kcp.settings(&P::INFO)?;
     let metrics_addr = parse_bind_address("metrics-bind-address", &args.go.metrics_bind_address)?;
     let health_addr = parse_bind_address(
@@ -645,6 +684,12 @@ async fn run_command<P: Reconcile>(common: &Common, args: &RunArgs) -> Result<()
     options.metrics_tls = args.go.metrics_tls();
     options.health_addr = health_addr;
     options.leader_elect = args.go.leader_elect;
+    options.onboarding_controller = names.onboarding_controller.clone();
+    options.leader_election_id = args
+        .leader_election_id
+        .clone()
+        .or_else(|| names.leader_election_id.clone())
+        .filter(|id| !id.is_empty());
     options.leader.lease_duration = Duration::from_secs(args.leader_elect_lease_duration);
     options.leader.renew_grace = Duration::from_secs((args.leader_elect_lease_duration / 3).max(1));
     options.concurrency = usize::try_from(args.concurrency).unwrap_or(16);

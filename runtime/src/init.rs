@@ -1,11 +1,11 @@
 //! `init`: what a provider does once per version before it runs (`openmcp.md` §2).
 //!
 //! 1. onboarding access `<group>--onboarding-init` (permissions to install the Service API CRD);
-//! 2. every CRD of the provider, server-side applied to the cluster its `openmcp.cloud/cluster`
-//!    label names (`onboarding`: the Service API; `platform`: the ProviderConfig), waiting until
-//!    each is Established;
-//! 3. the Service API's group/version/kind in `ServiceProvider.status.resources` (what makes the
-//!    deletion of a ControlPlane delete its Service API objects first);
+//! 2. every CRD of the provider, created or its spec replaced (as Go's `CRDManager` does) on the
+//!    cluster its `openmcp.cloud/cluster` label names (`onboarding`: the Service API; `platform`:
+//!    the ProviderConfig), waiting until each is Established;
+//! 3. the Service API's group/version/kind as `ServiceProvider.status.resources` (what makes the
+//!    deletion of a ControlPlane delete its Service API objects first), replacing what was there;
 //! 4. the author's extra pre-flight step, if any.
 //!
 //! Every step is idempotent: `init` runs again whenever the provider version changes.
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Patch, PatchParams};
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 
 use crate::access::clients::ClientFactory;
@@ -62,6 +62,8 @@ pub struct InitOptions {
     pub access_timeout: Duration,
     /// How long to wait for a CRD to become Established.
     pub crd_timeout: Duration,
+    /// The controller name of the onboarding requests; `None`: the Service API group.
+    pub onboarding_controller: Option<String>,
 }
 
 /// Why `init` failed.
@@ -121,7 +123,10 @@ pub async fn init<P: ServiceProvider>(
     let onboarding = onboarding_access(
         &platform,
         &factory,
-        info.group,
+        options
+            .onboarding_controller
+            .as_deref()
+            .unwrap_or(info.group),
         &options.pod_namespace,
         ONBOARDING_INIT_LOCAL_NAME,
         rbac::onboarding_init_rules(&info),
@@ -169,6 +174,11 @@ pub async fn init<P: ServiceProvider>(
     Ok(())
 }
 
+/// Installs `crd` as the Go `CRDManager` does (controller-utils `resources.CreateOrUpdateResource`
+/// with the CRD mutator): created when missing, else its spec replaced whole and its labels and
+/// annotations added — so a CRD a Go provider installed under the same name (controller-gen's
+/// plural) is taken over as it is, not merged with a schema it no longer has — then waits until
+/// it is Established.
 async fn install_crd(
     client: kube::Client,
     crd: &CustomResourceDefinition,
@@ -183,13 +193,32 @@ async fn install_crd(
         cluster: cluster.to_owned(),
         source,
     };
-    api.patch(
-        &name,
-        &PatchParams::apply(field_manager).force(),
-        &Patch::Apply(crd),
-    )
-    .await
-    .map_err(crd_error)?;
+    let params = PostParams {
+        field_manager: Some(field_manager.to_owned()),
+        ..Default::default()
+    };
+    let mut conflicts = 0;
+    loop {
+        let written = match api.get_opt(&name).await.map_err(crd_error)? {
+            None => api.create(&params, crd).await.map(|_| ()),
+            Some(mut current) => {
+                current.spec = crd.spec.clone();
+                for (key, value) in crd.labels() {
+                    current.labels_mut().insert(key.clone(), value.clone());
+                }
+                for (key, value) in crd.annotations() {
+                    current.annotations_mut().insert(key.clone(), value.clone());
+                }
+                api.replace(&name, &params, &current).await.map(|_| ())
+            }
+        };
+        match written {
+            Ok(()) => break,
+            // Someone else wrote it between our read and our write: read it again.
+            Err(err) if crate::access::is_status(&err, 409) && conflicts < 5 => conflicts += 1,
+            Err(err) => return Err(crd_error(err)),
+        }
+    }
     let deadline = tokio::time::Instant::now() + timeout;
     let mut interval = Duration::from_millis(50);
     loop {
@@ -213,18 +242,20 @@ async fn install_crd(
     }
 }
 
-/// `RegisterGVKsAtServiceProvider`: adds the Service API's GVK to the ServiceProvider's
-/// `status.resources` unless it is there.
+/// `RegisterGVKsAtServiceProvider` (openmcp-operator `lib/utils/provider.go`): sets the
+/// ServiceProvider's `status.resources` to the Service API's GVK, replacing what an earlier
+/// version registered — a GVK the provider no longer serves would block the deletion of every
+/// ControlPlane. Writes nothing when it is already so.
 pub async fn register_gvk<P: ServiceProvider>(
     platform: &kube::Client,
     provider_name: &str,
 ) -> Result<(), InitError> {
     let info = P::INFO;
-    let gvk = GroupVersionKind {
+    let resources = vec![GroupVersionKind {
         group: info.group.to_owned(),
         version: info.version.to_owned(),
         kind: info.kind.to_owned(),
-    };
+    }];
     let api: Api<ServiceProviderObject> = Api::all(platform.clone());
     let register_error = |source| InitError::Register {
         name: provider_name.to_owned(),
@@ -235,11 +266,9 @@ pub async fn register_gvk<P: ServiceProvider>(
         .await
         .map_err(register_error)?
         .ok_or_else(|| InitError::NoServiceProvider(provider_name.to_owned()))?;
-    let mut resources = current.status.map(|s| s.resources).unwrap_or_default();
-    if resources.contains(&gvk) {
+    if current.status.map(|s| s.resources).unwrap_or_default() == resources {
         return Ok(());
     }
-    resources.push(gvk);
     let patch = serde_json::json!({ "status": { "resources": resources } });
     api.patch_status(
         provider_name,

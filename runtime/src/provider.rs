@@ -40,7 +40,7 @@ pub struct ProviderInfo {
     pub version: &'static str,
     /// Kind of the Service API, e.g. `Velero`.
     pub kind: &'static str,
-    /// Lower-case plural of the Service API, e.g. `veleros`.
+    /// Lower-case plural of the Service API, e.g. `veleroes`.
     pub plural: &'static str,
     /// Whether the provider also serves tenants in kcp workspaces.
     pub kcp: bool,

@@ -88,7 +88,7 @@ pub fn rules(info: &ProviderInfo, place: Place, api_export_name: &str) -> Vec<Po
 /// Secrets/ConfigMaps a ProviderConfig refers to; the tenant namespaces `mcp--<uuid>` (created
 /// when missing); leader election Leases (kube-lease-manager creates, reads and patches them);
 /// and for `init`, the ServiceProvider status (registering the Service API GVK) and the
-/// ProviderConfig CRD (server-side applied, read until Established).
+/// ProviderConfig CRD (created or updated, read until Established).
 pub fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     vec![
         rule(info.group, &["providerconfigs"], &[GET, LIST, WATCH]),
@@ -106,7 +106,7 @@ pub fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
         rule(
             APIEXTENSIONS,
             &["customresourcedefinitions"],
-            &[GET, CREATE, PATCH],
+            &[GET, CREATE, UPDATE],
         ),
     ]
 }
@@ -123,13 +123,13 @@ pub fn onboarding_run_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     ]
 }
 
-/// Onboarding cluster, as `init` uses it: the Service API CRD (server-side applied, read until
+/// Onboarding cluster, as `init` uses it: the Service API CRD (created or updated, read until
 /// Established). This is what `init` asks for in its `<group>--onboarding-init` AccessRequest.
 pub fn onboarding_init_rules(_info: &ProviderInfo) -> Vec<PolicyRule> {
     vec![rule(
         APIEXTENSIONS,
         &["customresourcedefinitions"],
-        &[GET, CREATE, PATCH],
+        &[GET, CREATE, UPDATE],
     )]
 }
 
@@ -244,7 +244,7 @@ mod tests {
         group: "velero.services.open-control-plane.io",
         version: "v1alpha1",
         kind: "Velero",
-        plural: "veleros",
+        plural: "veleroes",
         kcp: true,
     };
 
@@ -292,11 +292,11 @@ mod tests {
         let rules = onboarding_rules(&INFO);
         assert_eq!(
             rules[0].resources.as_deref(),
-            Some(&["veleros".to_owned()][..])
+            Some(&["veleroes".to_owned()][..])
         );
         assert_eq!(
             rules[1].resources.as_deref(),
-            Some(&["veleros/status".to_owned()][..])
+            Some(&["veleroes/status".to_owned()][..])
         );
         assert_eq!(
             cluster_role_name(&INFO, Place::Onboarding),

@@ -49,6 +49,11 @@ pub struct RunOptions {
     pub leader_elect: bool,
     /// Lease settings.
     pub leader: LeaderOptions,
+    /// Name of standard mode's Lease (the Go provider's `LeaderElectionID`); `None`:
+    /// `<provider-name>-standard`.
+    pub leader_election_id: Option<String>,
+    /// The controller name of the onboarding requests; `None`: the Service API group.
+    pub onboarding_controller: Option<String>,
     /// How many objects of a mode are reconciled at once.
     pub concurrency: usize,
     /// How long to wait for onboarding access at start-up.
@@ -70,6 +75,8 @@ impl RunOptions {
             health_addr: None,
             leader_elect: false,
             leader: LeaderOptions::default(),
+            leader_election_id: None,
+            onboarding_controller: None,
             concurrency: 16,
             onboarding_timeout: Duration::from_secs(30 * 60),
             reconcile: Options::default(),
@@ -245,7 +252,7 @@ impl<P: Reconcile> Runtime<P> {
             access = onboarding_access(
                 self.platform.client(),
                 self.platform.client_factory(),
-                info.group,
+                self.options.onboarding_controller.as_deref().unwrap_or(info.group),
                 &self.options.pod_namespace,
                 ONBOARDING_RUN_LOCAL_NAME,
                 rbac::onboarding_run_rules(&info),

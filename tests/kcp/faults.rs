@@ -194,10 +194,10 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
                 if key.code == 503 {
                     refused += n;
                 }
-                if key.verb == "watch" && key.resource == "veleros" {
+                if key.verb == "watch" && key.resource == "veleroes" {
                     watches += n;
                 }
-                if key.verb == "list" && key.resource == "veleros" && key.code == 200 {
+                if key.verb == "list" && key.resource == "veleroes" && key.code == 200 {
                     lists += n;
                 }
             }
@@ -227,7 +227,7 @@ fn object_lists(shard: &service_provider_apiserver::kcp::KcpShard) -> u64 {
         .filter(|(k, _)| {
             k.cluster == service_provider_apiserver::kcp::VIRTUAL_WORKSPACE_SURFACE
                 && k.verb == "list"
-                && k.resource == "veleros"
+                && k.resource == "veleroes"
                 && k.code == 200
         })
         .map(|(_, n)| n)

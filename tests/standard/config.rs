@@ -74,7 +74,7 @@ async fn invalid_version_is_reported_not_retried_and_healed_by_the_provider_conf
         .await;
     }
     let metrics = runtime.metrics().clone();
-    let status_writes = || env.onboarding().requests("patch", "veleros/status");
+    let status_writes = || env.onboarding().requests("patch", "veleroes/status");
     let (reconciles_before, writes_before) = (
         metrics.reconcile_count(Mode::Standard, ReconcileResult::invalid),
         status_writes(),

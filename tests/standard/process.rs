@@ -21,6 +21,11 @@ use crate::common::{self, TIMEOUT};
 use crate::flaky::Flaky;
 use crate::velero::Velero;
 
+/// What service-provider-velero's `main.go` passes to `clusteraccess.NewClusterAccessManager`.
+const GO_VELERO_CONTROLLER: &str = "velero.velero.services.openmcp.cloud";
+/// service-provider-velero's `LeaderElectionID`.
+const GO_VELERO_LEADER_ELECTION_ID: &str = "services.open-control-plane.io.velero";
+
 /// Not a test of its own: the entry point of the provider processes the tests below start. It
 /// does nothing unless `SP_TEST_ARGS` is set.
 #[test]
@@ -31,6 +36,11 @@ fn provider_process() {
     let args: Vec<String> = serde_json::from_str(&args).expect("SP_TEST_ARGS is a JSON list");
     let code = match std::env::var("SP_TEST_PROVIDER").as_deref() {
         Ok("flaky") => service_provider::App::<Flaky>::new().run_with_args(args),
+        // The names service-provider-velero's main.go chose, for taking over from it.
+        Ok("velero-go-names") => crate::velero::app()
+            .onboarding_controller(GO_VELERO_CONTROLLER)
+            .leader_election_id(GO_VELERO_LEADER_ELECTION_ID)
+            .run_with_args(args),
         _ => crate::velero::app().run_with_args(args),
     };
     let code = if code == std::process::ExitCode::SUCCESS {
@@ -365,22 +375,26 @@ async fn init_installs_the_crds_and_registers_the_service_api() {
     // Undo what the environment pre-installed, so `init` has to do it.
     let crds: Api<CustomResourceDefinition> = Api::all(env.onboarding().client());
     crds.delete(
-        "veleros.velero.services.open-control-plane.io",
+        "veleroes.velero.services.open-control-plane.io",
         &DeleteParams::default(),
     )
     .await
     .unwrap();
     common::wait(
         &crds,
-        "veleros.velero.services.open-control-plane.io",
+        "veleroes.velero.services.open-control-plane.io",
         |o: Option<&CustomResourceDefinition>| o.is_none(),
     )
     .await;
+    // What an earlier version registered: RegisterGVKsAtServiceProvider replaces it.
     let sps: Api<ServiceProviderObject> = Api::all(env.platform().client());
     sps.patch_status(
         "velero",
         &PatchParams::default(),
-        &Patch::Merge(json!({ "status": { "resources": [] } })),
+        &Patch::Merge(json!({ "status": { "resources": [
+            { "group": "velero.services.openmcp.cloud", "version": "v1alpha1", "kind": "Velero" },
+            { "group": "velero.services.open-control-plane.io", "version": "v1alpha1", "kind": "Velero" },
+        ] } })),
     )
     .await
     .unwrap();
@@ -405,7 +419,7 @@ async fn init_installs_the_crds_and_registers_the_service_api() {
         assert_eq!(status.code(), Some(0), "init #{attempt} failed:\n{stderr}");
     }
     let crd = crds
-        .get("veleros.velero.services.open-control-plane.io")
+        .get("veleroes.velero.services.open-control-plane.io")
         .await
         .expect("the Service API CRD");
     assert_eq!(
@@ -413,7 +427,11 @@ async fn init_installs_the_crds_and_registers_the_service_api() {
         "onboarding"
     );
     let resources = sps.get("velero").await.unwrap().status.unwrap().resources;
-    assert_eq!(resources.len(), 1, "registered once: {resources:?}");
+    assert_eq!(
+        resources.len(),
+        1,
+        "registered once, the stale GVK gone: {resources:?}"
+    );
     assert_eq!(
         (resources[0].group.as_str(), resources[0].kind.as_str()),
         ("velero.services.open-control-plane.io", "Velero")
@@ -423,6 +441,112 @@ async fn init_installs_the_crds_and_registers_the_service_api() {
         .get(name)
         .await
         .expect("onboarding-init ClusterRequest");
+
+    // The CRD as a Go provider's init left it: the same name (controller-gen's plural), written
+    // by another manager, with a schema and a column ours does not have. `init` takes it over
+    // whole, as Go's CRDManager replaces the spec, rather than merging or adding a second CRD.
+    let mut go_crd = crds
+        .get("veleroes.velero.services.open-control-plane.io")
+        .await
+        .unwrap();
+    let version = &mut go_crd.spec.versions[0];
+    let spec_schema = version
+        .schema
+        .as_mut()
+        .and_then(|s| s.open_api_v3_schema.as_mut())
+        .and_then(|s| s.properties.as_mut())
+        .and_then(|p| p.get_mut("spec"))
+        .expect("a spec schema");
+    spec_schema
+        .properties
+        .get_or_insert_with(Default::default)
+        .insert(
+            "goOnly".into(),
+            serde_json::from_value(json!({ "type": "string" })).unwrap(),
+        );
+    spec_schema
+        .required
+        .get_or_insert_with(Vec::new)
+        .push("goOnly".into());
+    version
+        .additional_printer_columns
+        .get_or_insert_with(Vec::new)
+        .push(
+            serde_json::from_value(
+                json!({ "name": "GoOnly", "type": "string", "jsonPath": ".spec.goOnly" }),
+            )
+            .unwrap(),
+        );
+    go_crd
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(
+            "controller-gen.kubebuilder.io/version".into(),
+            "v0.18.0".into(),
+        );
+    go_crd.metadata.managed_fields = None;
+    crds.replace(
+        "veleroes.velero.services.open-control-plane.io",
+        &service_provider::kube::api::PostParams {
+            field_manager: Some("manager".into()),
+            ..Default::default()
+        },
+        &go_crd,
+    )
+    .await
+    .unwrap();
+    let (status, stderr) =
+        run_to_end("velero", &args, &[("POD_NAMESPACE", env.pod_namespace())]).await;
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "init over the Go CRD failed:\n{stderr}"
+    );
+    let taken_over = crds
+        .get("veleroes.velero.services.open-control-plane.io")
+        .await
+        .unwrap();
+    let version = &taken_over.spec.versions[0];
+    let columns: Vec<&str> = version
+        .additional_printer_columns
+        .iter()
+        .flatten()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert!(
+        !columns.contains(&"GoOnly"),
+        "the Go column is gone: {columns:?}"
+    );
+    let required = version
+        .schema
+        .as_ref()
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+        .and_then(|s| s.properties.as_ref())
+        .and_then(|p| p.get("spec"))
+        .and_then(|s| s.required.clone())
+        .unwrap_or_default();
+    assert!(!required.contains(&"goOnly".to_owned()), "{required:?}");
+    assert_eq!(
+        taken_over.metadata.annotations.unwrap()["controller-gen.kubebuilder.io/version"],
+        "v0.18.0",
+        "annotations are added to, as Go's CRDManager does"
+    );
+    let velero_crds: Vec<String> = crds
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|c| {
+            c.spec.group == "velero.services.open-control-plane.io" && c.spec.names.kind == "Velero"
+        })
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(
+        velero_crds,
+        ["veleroes.velero.services.open-control-plane.io"]
+    );
     Api::<AccessRequest>::namespaced(env.platform().client(), env.pod_namespace())
         .get(name)
         .await
@@ -515,6 +639,67 @@ async fn the_operators_command_lines_start_and_serve() {
     assert_eq!(status.code(), Some(0), "stderr:\n{}", process.stderr());
 }
 
+/// A provider that takes over from service-provider-velero names its onboarding requests as the
+/// Go provider did (`<its controller name>--onboarding-init`), so `init` reuses the requests the Go
+/// provider left instead of ordering a second set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_uses_the_go_providers_onboarding_controller_name() {
+    let env = common::env::<Velero>(common::velero_config(), &[]).await;
+    let dir = tempdir("init-go-names");
+    let kubeconfig = dir.join("provider.kubeconfig");
+    std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
+    let name = format!("{GO_VELERO_CONTROLLER}--onboarding-init");
+    let crs: Api<ClusterRequest> = Api::namespaced(env.platform().client(), env.pod_namespace());
+    // The ClusterRequest the Go provider's init created (its spec is immutable, so reusing it is
+    // the only way not to order a second onboarding cluster).
+    let go_request: ClusterRequest = serde_json::from_value(json!({
+        "apiVersion": "clusters.openmcp.cloud/v1alpha1",
+        "kind": "ClusterRequest",
+        "metadata": {
+            "name": name,
+            "namespace": env.pod_namespace(),
+            "labels": { "openmcp.cloud/managed-by": GO_VELERO_CONTROLLER },
+        },
+        "spec": { "purpose": "onboarding" },
+    }))
+    .unwrap();
+    crs.create(&Default::default(), &go_request).await.unwrap();
+    let args = common::operator_init_args(&[], "test", "INFO", "velero");
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.extend(["--kubeconfig", kubeconfig.to_str().unwrap()]);
+    let (status, stderr) = run_to_end(
+        "velero-go-names",
+        &args,
+        &[("POD_NAMESPACE", env.pod_namespace())],
+    )
+    .await;
+    assert_eq!(status.code(), Some(0), "init failed:\n{stderr}");
+    let ours = ListParams::default().labels(&format!(
+        "openmcp.cloud/managed-by in ({GO_VELERO_CONTROLLER},velero.services.open-control-plane.io)"
+    ));
+    let names: Vec<String> = crs
+        .list(&ours)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|cr| cr.metadata.name)
+        .collect();
+    assert_eq!(
+        names,
+        [name.clone()],
+        "one onboarding ClusterRequest, the Go one"
+    );
+    let ar = Api::<AccessRequest>::namespaced(env.platform().client(), env.pod_namespace())
+        .get(&name)
+        .await
+        .expect("the onboarding-init AccessRequest under the Go name");
+    assert_eq!(
+        ar.metadata.labels.unwrap()["openmcp.cloud/managed-by"],
+        GO_VELERO_CONTROLLER
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dev_serves_a_ready_object_and_writes_kubeconfigs() {
     let dir = tempdir("dev");
@@ -583,14 +768,14 @@ async fn dev_serves_a_ready_object_and_writes_kubeconfigs() {
         let kubectl = tokio::process::Command::new("kubectl")
             .arg("--kubeconfig")
             .arg(&file)
-            .args(["get", "veleros", "-A"])
+            .args(["get", "veleroes", "-A"])
             .output()
             .await
             .expect("kubectl runs");
         let out = String::from_utf8_lossy(&kubectl.stdout);
         assert!(
             kubectl.status.success(),
-            "kubectl get veleros -A in {ws}: {}",
+            "kubectl get veleroes -A in {ws}: {}",
             String::from_utf8_lossy(&kubectl.stderr)
         );
         assert!(

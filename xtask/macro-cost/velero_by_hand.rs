@@ -19,7 +19,7 @@ use service_provider_runtime::ProviderConfigStatus;
     group = "velero.services.open-control-plane.io",
     version = "v1alpha1",
     kind = "Velero",
-    plural = "veleros",
+    plural = "veleroes",
     singular = "velero",
     namespaced,
     status = "ServiceStatus<VeleroStatus>",
@@ -134,7 +134,7 @@ impl ServiceProvider for Velero {
         group: "velero.services.open-control-plane.io",
         version: "v1alpha1",
         kind: "Velero",
-        plural: "veleros",
+        plural: "veleroes",
         kcp: true,
     };
 }

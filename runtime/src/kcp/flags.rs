@@ -157,7 +157,7 @@ mod tests {
         group: "velero.services.open-control-plane.io",
         version: "v1alpha1",
         kind: "Velero",
-        plural: "veleros",
+        plural: "veleroes",
         kcp: true,
     };
     const PLAIN: ProviderInfo = ProviderInfo { kcp: false, ..KCP };
