@@ -226,6 +226,13 @@ struct RunArgs {
     /// from a leader that died); controller-runtime's LeaseDuration.
     #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(2..=3600))]
     leader_elect_lease_duration: u64,
+    /// Seconds the leader keeps trying to renew its Lease before it stops leading;
+    /// controller-runtime's RenewDeadline.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    leader_elect_renew_deadline: u64,
+    /// Seconds between tries to acquire or renew the Lease; controller-runtime's RetryPeriod.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    leader_elect_retry_period: u64,
     /// Name of standard mode's Lease on the onboarding cluster: the Go provider's
     /// LeaderElectionID when taking over from one (default: <provider-name>-standard).
     #[arg(long)]
@@ -243,6 +250,8 @@ impl Default for RunArgs {
         RunArgs {
             go: GoFlags::default(),
             leader_elect_lease_duration: 15,
+            leader_elect_renew_deadline: 10,
+            leader_elect_retry_period: 2,
             leader_election_id: None,
             concurrency: 16,
             kcp: Default::default(),
@@ -691,7 +700,21 @@ async fn run_command<P: Reconcile>(
         .or_else(|| names.leader_election_id.clone())
         .filter(|id| !id.is_empty());
     options.leader.lease_duration = Duration::from_secs(args.leader_elect_lease_duration);
-    options.leader.renew_grace = Duration::from_secs((args.leader_elect_lease_duration / 3).max(1));
+    options.leader.renew_deadline = Duration::from_secs(args.leader_elect_renew_deadline);
+    options.leader.retry_period = Duration::from_secs(args.leader_elect_retry_period);
+    // client-go's checks (NewLeaderElector).
+    if args.leader_elect_renew_deadline >= args.leader_elect_lease_duration {
+        return Err(
+            "--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"
+                .to_owned(),
+        );
+    }
+    if args.leader_elect_retry_period as f64 * 1.2 >= args.leader_elect_renew_deadline as f64 {
+        return Err(
+            "--leader-elect-retry-period must be shorter than --leader-elect-renew-deadline / 1.2"
+                .to_owned(),
+        );
+    }
     options.concurrency = usize::try_from(args.concurrency).unwrap_or(16);
     serve::<P>(platform, options, kcp, &args.kcp).await
 }
@@ -903,6 +926,25 @@ mod tests {
                 defaults.go.leader_elect
             ),
             ("0", true, ":8081", false)
+        );
+        assert_eq!(
+            (
+                run.leader_elect_lease_duration,
+                run.leader_elect_renew_deadline,
+                run.leader_elect_retry_period,
+                run.leader_election_id.as_deref()
+            ),
+            (15, 10, 2, None),
+            "controller-runtime's LeaseDuration, RenewDeadline and RetryPeriod"
+        );
+        let id = run_args(&[
+            "p",
+            "run",
+            "--leader-election-id=services.open-control-plane.io.velero",
+        ]);
+        assert_eq!(
+            id.leader_election_id.as_deref(),
+            Some("services.open-control-plane.io.velero")
         );
         let run = run_args(&[
             "p",

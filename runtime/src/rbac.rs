@@ -86,7 +86,7 @@ pub fn rules(info: &ProviderInfo, place: Place, api_export_name: &str) -> Vec<Po
 /// (created, watched, deleted, their finalizer removed by patch; read after a create conflict);
 /// the kubeconfig Secrets they produce (watched metadata-only, read on use) and the
 /// Secrets/ConfigMaps a ProviderConfig refers to; the tenant namespaces `mcp--<uuid>` (created
-/// when missing); leader election Leases (kube-lease-manager creates, reads and patches them);
+/// when missing); kcp mode's leader election Lease (created, read and updated as client-go does);
 /// and for `init`, the ServiceProvider status (registering the Service API GVK) and the
 /// ProviderConfig CRD (created or updated, read until Established).
 pub fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
@@ -100,7 +100,7 @@ pub fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
         ),
         rule(CORE, &["secrets", "configmaps"], &[GET, LIST, WATCH]),
         rule(CORE, &["namespaces"], &[CREATE]),
-        rule(COORDINATION, &["leases"], &[GET, CREATE, PATCH]),
+        rule(COORDINATION, &["leases"], &[GET, CREATE, UPDATE]),
         rule(OPENMCP, &["serviceproviders"], &[GET]),
         rule(OPENMCP, &["serviceproviders/status"], &[PATCH]),
         rule(
@@ -112,14 +112,19 @@ pub fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
 }
 
 /// Onboarding cluster, as `run` uses it: the Service API objects (watched; the finalizer and the
-/// operation annotation written by patch) and their status (patched), and Events on them. This is
-/// what `run` asks for in its `<group>--onboarding-run` AccessRequest.
+/// operation annotation written by patch) and their status (patched), Events on them, and
+/// standard mode's leader election Lease (where a Go provider's manager holds it; created, read
+/// and updated as client-go does) and its namespace, created when the onboarding cluster lacks
+/// the provider's namespace. This is what `run` asks for in its `<group>--onboarding-run`
+/// AccessRequest.
 pub fn onboarding_run_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     let status = format!("{}/status", info.plural);
     vec![
         rule(info.group, &[info.plural], &[GET, LIST, WATCH, PATCH]),
         rule(info.group, &[&status], &[PATCH]),
         rule(EVENTS, &["events"], &[CREATE, PATCH]),
+        rule(COORDINATION, &["leases"], &[GET, CREATE, UPDATE]),
+        rule(CORE, &["namespaces"], &[CREATE]),
     ]
 }
 

@@ -103,9 +103,6 @@ pub enum StartError {
     /// Onboarding access failed.
     #[error("onboarding access: {0}")]
     Onboarding(#[from] OnboardingError),
-    /// Leader election could not start.
-    #[error("leader election: {0}")]
-    Leader(#[from] kube_lease_manager::LeaseManagerError),
     /// Shut down before start-up finished.
     #[error("shut down while starting")]
     Cancelled,
@@ -273,9 +270,21 @@ impl<P: Reconcile> Runtime<P> {
             }
         });
         let synced = source.objects().clone();
-        self.start_mode(Mode::Standard, controller, async move {
-            synced.wait_synced().await
-        })
+        // Where a Go provider's manager holds its Lease: on the onboarding cluster (the manager
+        // is built on the onboarding config), in the provider's namespace, named by its
+        // LeaderElectionID.
+        let lease = self
+            .options
+            .leader_election_id
+            .clone()
+            .unwrap_or_else(|| lease_name(&self.options.provider_name, Mode::Standard));
+        self.start_mode_with_lease(
+            Mode::Standard,
+            onboarding.client().clone(),
+            &lease,
+            controller,
+            async move { synced.wait_synced().await },
+        )
         .await?;
         Ok(source)
     }
@@ -317,7 +326,8 @@ impl<P: Reconcile> Runtime<P> {
         let controller = self.controller(source.clone());
         self.tasks.spawn(source.clone().run());
         let synced = source.clone();
-        self.start_mode_with_lease(Mode::Kcp, &lease, controller, async move {
+        let platform = self.platform.client().clone();
+        self.start_mode_with_lease(Mode::Kcp, platform, &lease, controller, async move {
             synced.wait_synced().await
         })
         .await?;
@@ -388,14 +398,17 @@ impl<P: Reconcile> Runtime<P> {
         synced: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
         let lease = lease_name(&self.options.provider_name, mode);
-        self.start_mode_with_lease(mode, &lease, controller, synced)
+        let platform = self.platform.client().clone();
+        self.start_mode_with_lease(mode, platform, &lease, controller, synced)
             .await
     }
 
-    /// [`start_mode`](Self::start_mode) with the Lease named `lease`.
+    /// [`start_mode`](Self::start_mode) with the Lease named `lease` on the cluster of
+    /// `lease_client`, in the provider's namespace.
     pub async fn start_mode_with_lease<S: Source<P>>(
         &mut self,
         mode: Mode,
+        lease_client: kube::Client,
         lease: &str,
         controller: Controller<P, S>,
         synced: impl std::future::Future<Output = ()> + Send + 'static,
@@ -407,12 +420,11 @@ impl<P: Reconcile> Runtime<P> {
         tracing::info!(mode = mode.as_str(), "caches synced");
         let election = if self.options.leader_elect {
             LeaderElection::campaign(
-                self.platform.client().clone(),
+                lease_client,
                 &self.options.pod_namespace,
                 lease,
                 &self.options.leader,
             )
-            .await?
         } else {
             LeaderElection::always()
         };

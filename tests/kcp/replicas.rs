@@ -58,7 +58,8 @@ async fn kcp_mode_elects_a_leader_on_its_own_lease() {
                 options.leader_elect = true;
                 options.leader.identity = identity.to_owned();
                 options.leader.lease_duration = Duration::from_secs(4);
-                options.leader.renew_grace = Duration::from_secs(1);
+                options.leader.renew_deadline = Duration::from_secs(3);
+                options.leader.retry_period = Duration::from_secs(1);
             })
             .await
         }

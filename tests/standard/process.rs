@@ -633,6 +633,17 @@ async fn the_operators_command_lines_start_and_serve() {
         body.starts_with("HTTP/1.1 200") && body.contains("# TYPE") && body.contains("# EOF"),
         "plain-HTTP metrics on :{metrics_port}:\n{body}"
     );
+    // --leader-elect=true: the Lease where a Go provider's manager holds it — the onboarding
+    // cluster, the pod's namespace — held by this pod.
+    let lease = Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(
+        env.onboarding().client(),
+        env.pod_namespace(),
+    )
+    .get("velero-standard")
+    .await
+    .expect("the standard-mode Lease on the onboarding cluster");
+    let holder = lease.spec.unwrap().holder_identity.unwrap_or_default();
+    assert!(holder.starts_with("sp-velero-6d5f8b7c9-q2w4e_"), "{holder}");
 
     process.terminate();
     let status = process.wait(TIMEOUT).await;
@@ -687,7 +698,7 @@ async fn init_uses_the_go_providers_onboarding_controller_name() {
         .collect();
     assert_eq!(
         names,
-        [name.clone()],
+        [name.as_str()],
         "one onboarding ClusterRequest, the Go one"
     );
     let ar = Api::<AccessRequest>::namespaced(env.platform().client(), env.pod_namespace())
