@@ -1203,11 +1203,16 @@ async fn a_provider_can_be_left_for_its_own_init() -> TestResult {
     // What init does on the platform, the provider's own identity may do.
     let provider = client_from(env.provider().ok_or("no provider")?.platform_kubeconfig()).await?;
     let crd = service_provider_runtime::manifests::provider_config_crd::<foo::Foo>();
+    // `init` creates a missing CRD and replaces the spec of an existing one, as Go's
+    // CRDManager does.
+    let created = Api::<CustomResourceDefinition>::all(provider.clone())
+        .create(&kube::api::PostParams::default(), &crd)
+        .await?;
     Api::<CustomResourceDefinition>::all(provider.clone())
-        .patch(
+        .replace(
             "providerconfigs.foo.services.open-control-plane.io",
-            &PatchParams::apply("init").force(),
-            &Patch::Apply(&crd),
+            &kube::api::PostParams::default(),
+            &created,
         )
         .await?;
     Api::<service_provider_runtime::openmcp::ServiceProvider>::all(provider)
