@@ -109,6 +109,11 @@ enum Command {
         /// Change nothing; list the files that are missing, stale or extra, and fail if any are.
         #[arg(long)]
         check: bool,
+        /// The provider's image (`registry/name:tag`): also write `deploy/serviceprovider.yaml`,
+        /// the openMCP ServiceProvider that runs it, and `deploy/providerconfig.yaml`, a
+        /// ProviderConfig to fill in (named by --provider-name).
+        #[arg(long, value_parser = parse_image)]
+        image: Option<String>,
     },
     /// Run against an embedded control plane with a simulated openMCP platform, one ControlPlane
     /// and one object; write kubeconfigs for kubectl and serve until Ctrl-C.
@@ -341,7 +346,6 @@ pub fn parse_bind_address(flag: &str, value: &str) -> Result<Option<SocketAddr>,
 /// A provider binary, with optional extras; [`run`] is `App::new().run()`.
 pub struct App<P> {
     init_hook: Option<InitHook>,
-    #[cfg_attr(not(feature = "dev"), allow(dead_code))]
     dev_samples: (Option<serde_json::Value>, Option<serde_json::Value>),
     names: Names,
     _provider: PhantomData<fn() -> P>,
@@ -371,7 +375,8 @@ impl<P: Reconcile> App<P> {
         }
     }
 
-    /// What `dev` creates: the ProviderConfig's `spec` and the sample object's `spec`. Without
+    /// What `dev` creates: the ProviderConfig's `spec` and the sample object's `spec`; the
+    /// ProviderConfig's is also the one `manifests --image` writes for the platform operator. Without
     /// them `dev` fills every required field from the CRDs' schemas (defaults, first enum
     /// values, placeholders) and offers the sample's `version`.
     pub fn dev_samples(
@@ -431,8 +436,21 @@ impl<P: Reconcile> App<P> {
         };
         let command = cli.command;
         let common = cli.common;
-        if let Some(Command::Manifests { output, check }) = &command {
-            return manifests_command::<P>(output, *check);
+        if let Some(Command::Manifests {
+            output,
+            check,
+            image,
+        }) = &command
+        {
+            let mut list = manifests::manifests::<P>();
+            if let Some(image) = image {
+                list.extend(manifests::deployment::<P>(
+                    &provider_name::<P>(&common),
+                    image,
+                    self.dev_samples.0.as_ref(),
+                ));
+            }
+            return manifests_command::<P>(&list, output, *check);
         }
         crate::logging::init(common.verbosity);
         let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -778,10 +796,22 @@ async fn serve<P: Reconcile>(
     Ok(())
 }
 
-fn manifests_command<P: Reconcile>(output: &std::path::Path, check: bool) -> ExitCode {
+/// `--image`: a container image reference, which the ServiceProvider CRD requires non-empty.
+fn parse_image(value: &str) -> Result<String, String> {
+    if value.is_empty() || value.chars().any(char::is_whitespace) {
+        return Err("write the image like registry.example/velero-provider:0.1.0".to_owned());
+    }
+    Ok(value.to_owned())
+}
+
+fn manifests_command<P: Reconcile>(
+    list: &[manifests::Manifest],
+    output: &std::path::Path,
+    check: bool,
+) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
     if check {
-        match manifests::check::<P>(output) {
+        match manifests::check_dir(list, output) {
             Ok(differences) if differences.is_empty() => {
                 let _ = writeln!(stdout, "{}: up to date", output.display());
                 ExitCode::SUCCESS
@@ -802,7 +832,7 @@ fn manifests_command<P: Reconcile>(output: &std::path::Path, check: bool) -> Exi
             Err(err) => fail(err.to_string()),
         }
     } else {
-        match manifests::write::<P>(output) {
+        match manifests::write_dir(list, output) {
             Ok(reports) => {
                 for report in reports {
                     let _ = writeln!(stdout, "{report}");

@@ -14,7 +14,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 use kube::api::{ApiResource, DynamicObject, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, CustomResourceExt};
@@ -24,6 +23,7 @@ use crate::access::clients::ClientFactory;
 use crate::dev::TestEnv;
 use crate::dev::kcp::workspace_kubeconfig_stem;
 use crate::kcp::KcpSettings;
+use crate::manifests::spec_sample;
 use crate::ops::shutdown_signal;
 use crate::provider::{Reconcile, ServiceProvider};
 use crate::runner::{RunOptions, Runtime};
@@ -267,55 +267,6 @@ fn describe<X>(status: &ServiceStatus<X>) -> String {
     }
 }
 
-/// A `spec` that satisfies the schema of the first version: required fields only, each with its
-/// default, or the first enum value, or a placeholder of its type.
-fn spec_sample(
-    versions: &[k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion],
-) -> Value {
-    versions
-        .first()
-        .and_then(|v| v.schema.as_ref())
-        .and_then(|s| s.open_api_v3_schema.as_ref())
-        .and_then(|s| s.properties.as_ref())
-        .and_then(|p| p.get("spec"))
-        .map(sample)
-        .unwrap_or_else(|| json!({}))
-}
-
-fn sample(schema: &JSONSchemaProps) -> Value {
-    if let Some(default) = &schema.default {
-        return default.0.clone();
-    }
-    if let Some(first) = schema.enum_.as_ref().and_then(|e| e.first()) {
-        return first.0.clone();
-    }
-    match schema.type_.as_deref() {
-        Some("object") | None => {
-            let mut out = serde_json::Map::new();
-            if let Some(properties) = &schema.properties {
-                for name in schema.required.iter().flatten() {
-                    if let Some(property) = properties.get(name) {
-                        out.insert(name.clone(), sample(property));
-                    }
-                }
-            }
-            Value::Object(out)
-        }
-        Some("string") => json!("dev"),
-        Some("integer") => json!(schema.minimum.map_or(1, |m| m.max(1.0) as i64)),
-        Some("number") => json!(schema.minimum.unwrap_or(1.0).max(1.0)),
-        Some("boolean") => json!(false),
-        Some("array") => match (schema.min_items, &schema.items) {
-            (
-                Some(n),
-                Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrArray::Schema(item)),
-            ) if n > 0 => json!([sample(item)]),
-            _ => json!([]),
-        },
-        Some(_) => Value::Null,
-    }
-}
-
 /// Creates the sample object `DEV_NAME` with `spec` in `namespace`; one left from an earlier
 /// run (409) is fine.
 async fn create_sample(
@@ -331,31 +282,5 @@ async fn create_sample(
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
         Err(e) => Err(e),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn samples_fill_required_fields_only() {
-        let schema: JSONSchemaProps = serde_json::from_value(json!({
-            "type": "object",
-            "required": ["version", "mode", "replicas", "plugins"],
-            "properties": {
-                "version": {"type": "string"},
-                "mode": {"type": "string", "enum": ["fast", "slow"]},
-                "replicas": {"type": "integer", "minimum": 2},
-                "plugins": {"type": "array", "minItems": 1, "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}},
-                "optional": {"type": "string"},
-                "pollInterval": {"type": "string", "default": "1m"}
-            }
-        }))
-        .unwrap();
-        assert_eq!(
-            sample(&schema),
-            json!({"version": "dev", "mode": "fast", "replicas": 2, "plugins": [{"name": "dev"}]})
-        );
     }
 }

@@ -15,6 +15,7 @@ mod leader;
 mod lifecycle;
 mod metrics;
 mod process;
+mod ship;
 // Shared with the other end-to-end binary, which uses other parts of it.
 #[allow(dead_code)]
 #[path = "../support/mod.rs"]

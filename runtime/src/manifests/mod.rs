@@ -14,6 +14,7 @@
 //! from defaulting.
 
 mod crd;
+mod deploy;
 mod files;
 mod kcp;
 
@@ -23,6 +24,8 @@ use serde::Serialize;
 
 pub use crate::rbac::Place;
 pub use crd::{CLUSTER_LABEL, COMMON_COLUMNS, common_columns, provider_config_crd, service_crd};
+pub(crate) use deploy::spec_sample;
+pub use deploy::{METRICS_PORT, deployment};
 pub use files::{
     Difference, DifferenceKind, FileChange, FileReport, ManifestsError, check_dir, write_dir,
 };

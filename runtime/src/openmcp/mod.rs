@@ -26,7 +26,9 @@ pub use common::{
     RoleKind, RoleRef,
 };
 pub use controlplane::{ControlPlane, ControlPlaneSpec, ControlPlaneStatus};
-pub use provider::{DeploymentSpec, GroupVersionKind, ServiceProvider, ServiceProviderStatus};
+pub use provider::{
+    DeploymentSpec, EnvVar, GroupVersionKind, MetricsConfig, ServiceProvider, ServiceProviderStatus,
+};
 
 /// The CRDs of the platform cluster: ClusterRequest, AccessRequest, Cluster, ServiceProvider
 /// (each labelled `openmcp.cloud/cluster: platform`).

@@ -81,8 +81,9 @@ pub struct EnvVar {
 /// Where the provider serves Prometheus metrics.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MetricsConfig {
-    /// Turns the metrics endpoint off.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    /// Turns the metrics endpoint off. Always written: openmcp-operator's CRD requires it
+    /// (`MetricsConfiguration.Disabled` has no `omitempty`).
+    #[serde(default)]
     pub disabled: bool,
     /// Path of the endpoint (default `/metrics`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
