@@ -1,7 +1,8 @@
 //! Conversion between a resource's served versions and its stored representation.
 //!
 //! Custom resources use the `None` strategy (only `apiVersion` changes); events.k8s.io/v1 Events are a
-//! field-renamed view of core/v1 Events, which is how kube-apiserver stores both.
+//! field-renamed view of core/v1 Events, which is how kube-apiserver stores both; autoscaling/v1
+//! HorizontalPodAutoscalers are a CPU-only view of the stored autoscaling/v2 ones.
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -41,8 +42,66 @@ pub fn to_storage(info: &ResourceInfo, obj: Value) -> Value {
     {
         rename(m, EVENT_FIELDS.iter().map(|(core, v1)| (*v1, *core)));
     }
+    if info.strategy == Strategy::Autoscaling && info.version == "v1" {
+        hpa_v1_to_v2(&mut obj);
+    }
     obj["apiVersion"] = Value::String(info.storage_api_version.clone());
     obj
+}
+
+/// autoscaling/v1 → v2: the CPU target becomes a `Resource` metric (pkg/apis/autoscaling/v1
+/// conversion).
+fn hpa_v1_to_v2(obj: &mut Value) {
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut)
+        && let Some(cpu) = spec.remove("targetCPUUtilizationPercentage")
+    {
+        spec.insert(
+            "metrics".into(),
+            serde_json::json!([{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": cpu}}}]),
+        );
+    }
+    if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut)
+        && let Some(cpu) = status.remove("currentCPUUtilizationPercentage")
+    {
+        status.insert(
+            "currentMetrics".into(),
+            serde_json::json!([{"type": "Resource", "resource": {"name": "cpu",
+                "current": {"averageUtilization": cpu}}}]),
+        );
+    }
+}
+
+/// autoscaling/v2 → v1: only a CPU utilization target has a v1 field; other metrics and the
+/// conditions are not shown in v1.
+fn hpa_v2_to_v1(obj: &mut Value) {
+    let cpu = |metrics: Option<Value>, field: &str| {
+        metrics
+            .as_ref()
+            .and_then(Value::as_array)
+            .and_then(|ms| {
+                ms.iter().find(|m| {
+                    m.get("type").and_then(Value::as_str) == Some("Resource")
+                        && m.pointer("/resource/name").and_then(Value::as_str) == Some("cpu")
+                })
+            })
+            .and_then(|m| m.pointer(&format!("/resource/{field}/averageUtilization")))
+            .cloned()
+    };
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+        let metrics = spec.remove("metrics");
+        spec.remove("behavior");
+        if let Some(c) = cpu(metrics, "target") {
+            spec.insert("targetCPUUtilizationPercentage".into(), c);
+        }
+    }
+    if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
+        let metrics = status.remove("currentMetrics");
+        status.remove("conditions");
+        if let Some(c) = cpu(metrics, "current") {
+            status.insert("currentCPUUtilizationPercentage".into(), c);
+        }
+    }
 }
 
 /// Converts a stored object to `info`'s served version.
@@ -63,6 +122,9 @@ pub fn from_storage(info: &ResourceInfo, obj: Value) -> Value {
                 m.insert("eventTime".into(), Value::String(t));
             }
         }
+    }
+    if info.strategy == Strategy::Autoscaling && info.version == "v1" {
+        hpa_v2_to_v1(&mut obj);
     }
     obj["apiVersion"] = Value::String(info.api_version());
     obj

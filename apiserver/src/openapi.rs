@@ -43,8 +43,8 @@ fn documents(t: &Target) -> Arc<OpenApiDocuments> {
         .groups(t)
         .into_iter()
         .flat_map(|g| g.resources.into_values().flatten())
-        .filter(|i| i.stores_objects())
         .map(|i| OpenApiResource {
+            create_only: !i.stores_objects(),
             group: i.group.clone(),
             version: i.version.clone(),
             kind: i.kind.clone(),

@@ -32,6 +32,17 @@ pub enum Strategy {
     Service,
     /// apps/v1 Deployments: defaults, scale subresource, optional simulated availability.
     Deployment,
+    /// StatefulSets, DaemonSets and Jobs: no pods run here, but with the cluster's availability
+    /// switch on their status is filled as if they had (see `controllers::deployment`).
+    Workload,
+    /// Pods: the `ephemeralcontainers`, `eviction` and `binding` subresources.
+    Pod,
+    /// core/v1 Bindings: create-only, sets a pod's `spec.nodeName`, never stored.
+    Binding,
+    /// CertificateSigningRequests: the `approval` subresource.
+    Csr,
+    /// HorizontalPodAutoscalers: autoscaling/v1 is a view of the autoscaling/v2 objects.
+    Autoscaling,
     /// CustomResourceDefinitions: names and conditions set by the server, resources registered.
     Crd,
     /// TokenReviews: create-only, answered by the authenticator, never stored.
@@ -136,7 +147,10 @@ impl ResourceInfo {
     pub fn stores_objects(&self) -> bool {
         !matches!(
             self.strategy,
-            Strategy::TokenReview | Strategy::AccessReview | Strategy::SelfSubjectReview
+            Strategy::TokenReview
+                | Strategy::AccessReview
+                | Strategy::SelfSubjectReview
+                | Strategy::Binding
         )
     }
 

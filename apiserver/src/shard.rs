@@ -67,6 +67,58 @@ impl LogicalClusterOptions {
     }
 }
 
+/// The `default/kubernetes` Service, its Endpoints and EndpointSlice, which kube-apiserver keeps in
+/// every cluster (pkg/controlplane/controller/kubernetesservice): the API server's address as seen
+/// from inside the cluster.
+fn kubernetes_service() -> Vec<(Arc<crate::registry::ResourceInfo>, serde_json::Value)> {
+    let labels = json!({"component": "apiserver", "provider": "kubernetes"});
+    let mut out = vec![
+        (
+            crate::storage::core("services"),
+            json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "kubernetes", "labels": labels},
+                "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
+                    "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
+                    "sessionAffinity": "None"}}),
+        ),
+        (
+            crate::storage::core("endpoints"),
+            json!({"apiVersion": "v1", "kind": "Endpoints",
+                "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+                "subsets": [{"addresses": [{"ip": "127.0.0.1"}],
+                    "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]}]}),
+        ),
+    ];
+    if let Some(slices) = crate::builtin::builtins().get("discovery.k8s.io", "v1", "endpointslices")
+    {
+        out.push((
+            slices,
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": "kubernetes", "labels": {"kubernetes.io/service-name": "kubernetes"}},
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+                "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]}),
+        ));
+    }
+    out
+}
+
+/// The ComponentStatuses kube-apiserver reports (deprecated, read-only): every component healthy.
+fn component_statuses() -> Vec<serde_json::Value> {
+    ["scheduler", "controller-manager", "etcd-0"]
+        .iter()
+        .map(|n| {
+            let message = if *n == "etcd-0" {
+                r#"{"health":"true","reason":""}"#
+            } else {
+                "ok"
+            };
+            json!({"apiVersion": "v1", "kind": "ComponentStatus", "metadata": {"name": n},
+                "conditions": [{"type": "Healthy", "status": "True", "message": message}]})
+        })
+        .collect()
+}
+
 /// One shard.
 pub struct Shard {
     name: Arc<str>,
@@ -194,12 +246,32 @@ impl Shard {
             crate::controllers::rbac::bootstrap(self, &name)?;
         }
         let api = self.api(&name);
+        let create = |info: Arc<crate::registry::ResourceInfo>,
+                      ns: &str,
+                      obj: serde_json::Value| match api.create(&info, ns, obj)
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 409 => Ok(()),
+            Err(e) => Err(e),
+        };
         for ns in &opts.namespaces {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            match api.create(&crate::storage::core("namespaces"), "", obj) {
-                Ok(_) => {}
-                Err(e) if e.code == 409 => {}
-                Err(e) => return Err(e),
+            create(crate::storage::core("namespaces"), "", obj)?;
+        }
+        let serves = |group: &str, resource: &str| {
+            self.registry
+                .builtins()
+                .all()
+                .any(|i| i.group == group && i.resource == resource)
+        };
+        if opts.namespaces.iter().any(|n| n == "default") && serves("", "services") {
+            for (info, obj) in kubernetes_service() {
+                create(info, "default", obj)?;
+            }
+        }
+        if serves("", "componentstatuses") {
+            for obj in component_statuses() {
+                create(crate::storage::core("componentstatuses"), "", obj)?;
             }
         }
         Ok(name)

@@ -56,6 +56,21 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Value, namespace: &str) {
             default_deployment(obj);
             obj["status"] = json!({});
         }
+        Strategy::Workload => {
+            default_workload(info, obj);
+            // The status a new workload has before its controller acts (the required fields of
+            // its type, zero).
+            obj["status"] = match info.resource.as_str() {
+                "daemonsets" => json!({"currentNumberScheduled": 0, "desiredNumberScheduled": 0,
+                    "numberMisscheduled": 0, "numberReady": 0}),
+                "statefulsets" => json!({"replicas": 0, "availableReplicas": 0}),
+                _ => json!({}),
+            };
+        }
+        Strategy::Pod => {
+            default_pod_spec(obj, "/spec");
+            obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
+        }
         Strategy::Crd => {
             default_crd(obj);
             let m = metadata_mut(obj);
@@ -99,6 +114,34 @@ pub fn prepare_update(
         }
         if let Some(mf) = managed {
             metadata_mut(new).insert("managedFields".into(), mf);
+        }
+        return;
+    }
+    if subresource == Some("approval") {
+        // `/approval` on CSRs changes only the conditions of `.status`.
+        let conditions = new.pointer("/status/conditions").cloned();
+        *new = old.clone();
+        match conditions {
+            Some(c) => new["status"]["conditions"] = c,
+            None => {
+                if let Some(s) = new.get_mut("status").and_then(Value::as_object_mut) {
+                    s.remove("conditions");
+                }
+            }
+        }
+        return;
+    }
+    if subresource == Some("ephemeralcontainers") {
+        // `/ephemeralcontainers` changes only `spec.ephemeralContainers`.
+        let ephemeral = new.pointer("/spec/ephemeralContainers").cloned();
+        *new = old.clone();
+        match ephemeral {
+            Some(e) => new["spec"]["ephemeralContainers"] = e,
+            None => {
+                if let Some(s) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                    s.remove("ephemeralContainers");
+                }
+            }
         }
         return;
     }
@@ -165,6 +208,8 @@ pub fn prepare_update(
             default_service(new);
         }
         Strategy::Deployment => default_deployment(new),
+        Strategy::Workload => default_workload(info, new),
+        Strategy::Pod => default_pod_spec(new, "/spec"),
         Strategy::Crd => {
             default_crd(new);
             new["status"] = crd_status(new, old.get("status"));
@@ -328,21 +373,120 @@ fn default_deployment(obj: &mut Value) {
         );
         set_default(obj, "/spec/strategy/rollingUpdate/maxSurge", json!("25%"));
     }
-    set_default(obj, "/spec/template/spec/restartPolicy", json!("Always"));
+    default_pod_spec(obj, "/spec/template/spec");
+}
+
+/// The defaults of StatefulSets, DaemonSets and Jobs (pkg/apis/<group>/v1/defaults.go).
+fn default_workload(info: &ResourceInfo, obj: &mut Value) {
+    match info.resource.as_str() {
+        "statefulsets" => {
+            set_default(obj, "/spec/replicas", json!(1));
+            set_default(obj, "/spec/podManagementPolicy", json!("OrderedReady"));
+            set_default(obj, "/spec/revisionHistoryLimit", json!(10));
+            set_default(obj, "/spec/updateStrategy/type", json!("RollingUpdate"));
+            if obj
+                .pointer("/spec/updateStrategy/type")
+                .and_then(Value::as_str)
+                == Some("RollingUpdate")
+            {
+                set_default(
+                    obj,
+                    "/spec/updateStrategy/rollingUpdate/partition",
+                    json!(0),
+                );
+            }
+            set_default(
+                obj,
+                "/spec/persistentVolumeClaimRetentionPolicy",
+                json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+            );
+        }
+        "daemonsets" => {
+            set_default(obj, "/spec/revisionHistoryLimit", json!(10));
+            set_default(obj, "/spec/updateStrategy/type", json!("RollingUpdate"));
+            if obj
+                .pointer("/spec/updateStrategy/type")
+                .and_then(Value::as_str)
+                == Some("RollingUpdate")
+            {
+                set_default(
+                    obj,
+                    "/spec/updateStrategy/rollingUpdate/maxUnavailable",
+                    json!(1),
+                );
+                set_default(obj, "/spec/updateStrategy/rollingUpdate/maxSurge", json!(0));
+            }
+        }
+        "jobs" => {
+            set_default(obj, "/spec/parallelism", json!(1));
+            set_default(obj, "/spec/completions", json!(1));
+            set_default(obj, "/spec/backoffLimit", json!(6));
+            set_default(obj, "/spec/completionMode", json!("NonIndexed"));
+            set_default(obj, "/spec/suspend", json!(false));
+            set_default(
+                obj,
+                "/spec/podReplacementPolicy",
+                json!("TerminatingOrFailed"),
+            );
+            generate_job_selector(obj);
+            set_default(obj, "/spec/template/spec/restartPolicy", json!("Never"));
+        }
+        _ => {}
+    }
+    default_pod_spec(obj, "/spec/template/spec");
+}
+
+/// Unless `spec.manualSelector` is set, kube-apiserver selects a Job's pods by its uid: it writes
+/// the selector and the matching template labels (pkg/registry/batch/job/strategy.go
+/// `generateSelector`).
+fn generate_job_selector(obj: &mut Value) {
+    if obj.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true) {
+        return;
+    }
+    let Some(uid) = meta::meta_str(obj, "uid").map(str::to_string) else {
+        return;
+    };
+    let name = meta::meta_str(obj, "name").unwrap_or_default().to_string();
+    if obj.pointer("/spec/selector").is_none_or(Value::is_null) {
+        obj["spec"]["selector"] =
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}});
+    }
+    let labels = &mut obj["spec"]["template"]["metadata"]["labels"];
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    if let Some(l) = labels.as_object_mut() {
+        for (k, v) in [
+            ("batch.kubernetes.io/controller-uid", &uid),
+            ("batch.kubernetes.io/job-name", &name),
+            ("controller-uid", &uid),
+            ("job-name", &name),
+        ] {
+            l.entry(k).or_insert_with(|| json!(v));
+        }
+    }
+}
+
+/// The defaults of a pod spec at `ptr` (pkg/apis/core/v1/defaults.go).
+fn default_pod_spec(obj: &mut Value, ptr: &str) {
+    if obj.pointer(ptr).is_none() {
+        return;
+    }
+    set_default(obj, &format!("{ptr}/restartPolicy"), json!("Always"));
     set_default(
         obj,
-        "/spec/template/spec/terminationGracePeriodSeconds",
+        &format!("{ptr}/terminationGracePeriodSeconds"),
         json!(30),
     );
-    set_default(obj, "/spec/template/spec/dnsPolicy", json!("ClusterFirst"));
+    set_default(obj, &format!("{ptr}/dnsPolicy"), json!("ClusterFirst"));
     set_default(
         obj,
-        "/spec/template/spec/schedulerName",
+        &format!("{ptr}/schedulerName"),
         json!("default-scheduler"),
     );
-    set_default(obj, "/spec/template/spec/securityContext", json!({}));
+    set_default(obj, &format!("{ptr}/securityContext"), json!({}));
     if let Some(cs) = obj
-        .pointer_mut("/spec/template/spec/containers")
+        .pointer_mut(&format!("{ptr}/containers"))
         .and_then(Value::as_array_mut)
     {
         for c in cs {

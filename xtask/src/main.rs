@@ -1,7 +1,9 @@
-//! Repository tasks: `cargo xtask crds` (generate and check the examples' manifests) and
+//! Repository tasks: `cargo xtask crds` (generate and check the examples' manifests),
+//! `cargo xtask builtins` (the embedded API server's built-in types, from k8s-openapi),
 //! `cargo xtask macro-cost` (what `#[service_provider]` costs at compile time) and `cargo xtask
 //! protobuf` (the embedded API server's protobuf descriptors).
 
+mod builtins;
 mod crds;
 mod macro_cost;
 mod protobuf;
@@ -23,6 +25,13 @@ enum Command {
     /// Write every example's manifests into manifests/<example>/.
     Crds {
         /// Change nothing; fail and name the files that are missing, stale or extra.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Write the list of built-in API types the embedded API server serves, read from
+    /// k8s-openapi's sources, into apiserver/src/builtin/types.rs.
+    Builtins {
+        /// Change nothing; fail if the checked-in list is stale.
         #[arg(long)]
         check: bool,
     },
@@ -48,6 +57,7 @@ fn main() -> ExitCode {
     let root = workspace_root();
     let result = match Cli::parse().command {
         Command::Crds { check } => crds::run(&root, check),
+        Command::Builtins { check } => builtins::run(&root, check),
         Command::MacroCost { runs, expansions } => macro_cost::run(&root, runs, expansions),
         Command::Protobuf { protos } => protobuf::run(&root, &protos),
     };

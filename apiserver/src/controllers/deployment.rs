@@ -1,5 +1,6 @@
-//! Deployments: no pods run here, but when a cluster's switch is on the status is filled as if every
-//! replica had become Available, so providers that wait for their worker can be tested.
+//! Workloads (Deployments, StatefulSets, DaemonSets, Jobs): no pods run here, but when a cluster's
+//! switch is on the status is filled as if every replica had become available (a Job as if it had
+//! completed), so providers that wait for their workers can be tested.
 
 use std::sync::Arc;
 
@@ -9,15 +10,132 @@ use crate::shard::Shard;
 use crate::storage;
 use crate::store::{Event, EventType, StoreKey, WatchFilter};
 
-/// Fills Deployment status when the shard's switch is on.
-pub(crate) struct DeploymentController;
+/// Fills workload status when the shard's switch is on.
+pub(crate) struct DeploymentController(Workload);
+
+/// (group, version, plural) of a workload kind.
+type Workload = (&'static str, &'static str, &'static str);
+
+/// The workload kinds the switch covers: (group, version, plural).
+const WORKLOADS: &[Workload] = &[
+    ("apps", "v1", "deployments"),
+    ("apps", "v1", "statefulsets"),
+    ("apps", "v1", "daemonsets"),
+    ("batch", "v1", "jobs"),
+];
 
 pub(crate) fn start(shard: &Arc<Shard>) {
-    let filter = WatchFilter {
-        resource: Some(StoreKey::new("apps", "deployments")),
-        ..Default::default()
-    };
-    super::spawn(shard, filter, DeploymentController);
+    for &w in WORKLOADS {
+        let filter = WatchFilter {
+            resource: Some(StoreKey::new(w.0, w.2)),
+            ..Default::default()
+        };
+        super::spawn(shard, filter, DeploymentController(w));
+    }
+}
+
+/// `lastTransitionTime` of a condition that is already true, else now (so a status that is
+/// written again keeps its times).
+fn since(obj: &Value, ty: &str) -> Value {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| {
+            cs.iter().find(|c| {
+                c.get("type").and_then(Value::as_str) == Some(ty)
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(crate::meta::now_rfc3339()))
+}
+
+/// The revision name kube-controller-manager gives a StatefulSet's or DaemonSet's template
+/// (`<name>-<hash>`): here a hash of the template, so a changed template is a new revision.
+fn revision(obj: &Value) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    obj.pointer("/spec/template")
+        .map(Value::to_string)
+        .unwrap_or_default()
+        .hash(&mut h);
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    format!("{name}-{:08x}", h.finish() as u32)
+}
+
+/// The status a StatefulSet reaches with every replica ready (what `kubectl rollout status`
+/// waits for: observed generation, ready replicas, current revision = update revision).
+fn statefulset_status(s: &Value) -> Value {
+    let replicas = s
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let generation = s
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let rev = revision(s);
+    json!({
+        "observedGeneration": generation,
+        "replicas": replicas,
+        "readyReplicas": replicas,
+        "currentReplicas": replicas,
+        "updatedReplicas": replicas,
+        "availableReplicas": replicas,
+        "currentRevision": rev,
+        "updateRevision": rev,
+        "collisionCount": 0,
+    })
+}
+
+/// The status a DaemonSet reaches on a one-node cluster with its pod available.
+fn daemonset_status(d: &Value) -> Value {
+    let generation = d
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    json!({
+        "observedGeneration": generation,
+        "currentNumberScheduled": 1,
+        "desiredNumberScheduled": 1,
+        "numberMisscheduled": 0,
+        "numberReady": 1,
+        "numberAvailable": 1,
+        "updatedNumberScheduled": 1,
+    })
+}
+
+/// The status of a Job whose pods all succeeded: `SuccessCriteriaMet` and `Complete`, as
+/// kube-controller-manager writes them since 1.31.
+fn job_status(j: &Value) -> Value {
+    let completions = j
+        .pointer("/spec/completions")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let start = j
+        .pointer("/status/startTime")
+        .cloned()
+        .unwrap_or_else(|| json!(crate::meta::now_rfc3339()));
+    let done = since(j, "Complete");
+    json!({
+        "startTime": start,
+        "completionTime": done,
+        "succeeded": completions,
+        "active": 0,
+        "ready": 0,
+        "terminating": 0,
+        "uncountedTerminatedPods": {},
+        "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
+             "message": "Reached expected number of succeeded pods",
+             "lastProbeTime": since(j, "SuccessCriteriaMet"), "lastTransitionTime": since(j, "SuccessCriteriaMet")},
+            {"type": "Complete", "status": "True", "reason": "CompletionsReached",
+             "message": "Reached expected number of succeeded pods",
+             "lastProbeTime": done, "lastTransitionTime": done},
+        ],
+    })
 }
 
 /// The status kube-controller-manager would converge to with every pod available.
@@ -74,27 +192,51 @@ fn available_status(d: &Value) -> Value {
     status
 }
 
-fn reconcile(shard: &Shard, cluster: &Arc<str>, ns: &str, name: &str) {
+/// The fields whose equality means the status is already what the switch would write.
+fn settled(plural: &str) -> &'static [&'static str] {
+    match plural {
+        "deployments" => &[
+            "observedGeneration",
+            "replicas",
+            "availableReplicas",
+            "readyReplicas",
+        ],
+        "statefulsets" => &[
+            "observedGeneration",
+            "replicas",
+            "readyReplicas",
+            "updateRevision",
+        ],
+        "daemonsets" => &["observedGeneration", "numberAvailable"],
+        _ => &["succeeded", "completionTime"],
+    }
+}
+
+fn reconcile(shard: &Shard, cluster: &Arc<str>, workload: Workload, ns: &str, name: &str) {
     if !shard.deployments_available() {
         return;
     }
-    let info = storage::builtin("apps", "v1", "deployments");
+    let (group, version, plural) = workload;
+    let info = storage::builtin(group, version, plural);
     let _ = shard
         .api(cluster)
         .modify(&info, ns, name, Some("status"), |d| {
             if d.pointer("/metadata/deletionTimestamp").is_some() {
                 return Ok(false);
             }
-            let want = available_status(d);
+            // A suspended Job does not run.
+            if plural == "jobs" && d.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
+            {
+                return Ok(false);
+            }
+            let want = match plural {
+                "deployments" => available_status(d),
+                "statefulsets" => statefulset_status(d),
+                "daemonsets" => daemonset_status(d),
+                _ => job_status(d),
+            };
             let cur = d.get("status").cloned().unwrap_or(Value::Null);
-            let same = [
-                "observedGeneration",
-                "replicas",
-                "availableReplicas",
-                "readyReplicas",
-            ]
-            .iter()
-            .all(|f| cur.get(f) == want.get(f))
+            let same = settled(plural).iter().all(|f| cur.get(f) == want.get(f))
                 && cur.pointer("/conditions/0/status") == want.pointer("/conditions/0/status");
             if same {
                 return Ok(false);
@@ -104,21 +246,25 @@ fn reconcile(shard: &Shard, cluster: &Arc<str>, ns: &str, name: &str) {
         });
 }
 
-/// Applies the switch to every Deployment of the shard.
+/// Applies the switch to every workload of the shard.
 pub(crate) fn resync(shard: &Shard) {
-    let mut all = Vec::new();
-    shard.store().scan(
-        &StoreKey::new("apps", "deployments"),
-        None,
-        None,
-        None,
-        |o| {
-            all.push(o.key.clone());
-            true
-        },
-    );
-    for k in all {
-        reconcile(shard, &k.cluster, &k.namespace, &k.name);
+    for &(group, version, plural) in WORKLOADS {
+        let mut all = Vec::new();
+        shard
+            .store()
+            .scan(&StoreKey::new(group, plural), None, None, None, |o| {
+                all.push(o.key.clone());
+                true
+            });
+        for k in all {
+            reconcile(
+                shard,
+                &k.cluster,
+                (group, version, plural),
+                &k.namespace,
+                &k.name,
+            );
+        }
     }
 }
 
@@ -128,6 +274,6 @@ impl super::Reconciler for DeploymentController {
             return;
         }
         let k = &ev.object.key;
-        reconcile(shard, &k.cluster, &k.namespace, &k.name);
+        reconcile(shard, &k.cluster, self.0, &k.namespace, &k.name);
     }
 }

@@ -87,6 +87,31 @@ fn subresources(i: &ResourceInfo) -> Vec<SubResource> {
     if i.strategy == crate::registry::Strategy::Namespace {
         out.push(("finalize", i.kind.clone(), None, &["update"][..]));
     }
+    if i.strategy == crate::registry::Strategy::Pod {
+        out.push(("binding", "Binding".to_string(), None, &["create"][..]));
+        out.push((
+            "ephemeralcontainers",
+            i.kind.clone(),
+            None,
+            &["get", "patch", "update"][..],
+        ));
+        out.push((
+            "eviction",
+            "Eviction".to_string(),
+            Some(("policy", "v1")),
+            &["create"][..],
+        ));
+    }
+    if i.strategy == crate::registry::Strategy::Csr {
+        out.push((
+            "approval",
+            i.kind.clone(),
+            None,
+            &["get", "patch", "update"][..],
+        ));
+    }
+    // kube-apiserver lists subresources in name order.
+    out.sort_by(|a, b| a.0.cmp(b.0));
     out
 }
 

@@ -104,6 +104,8 @@ pub(crate) fn create(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         (Strategy::TokenReview, "") => return token_review(cx, body),
         (Strategy::AccessReview, "") => return access_review(cx, body),
         (Strategy::SelfSubjectReview, "") => return self_subject_review(cx),
+        (Strategy::Pod, "eviction") => return evict(cx, body),
+        (Strategy::Pod, "binding") | (Strategy::Binding, "") => return bind(cx, body),
         (_, "") => {}
         _ => {
             return Err(ApiError::method_not_supported(
@@ -144,6 +146,10 @@ fn subresource(cx: &Ctx<'_>) -> ApiResult<Option<&'static str>> {
         "status" if cx.info.status => Ok(Some("status")),
         "finalize" if cx.info.strategy == Strategy::Namespace => Ok(Some("finalize")),
         "scale" if cx.info.scale.is_some() => Ok(Some("scale")),
+        "approval" if cx.info.strategy == Strategy::Csr => Ok(Some("approval")),
+        "ephemeralcontainers" if cx.info.strategy == Strategy::Pod => {
+            Ok(Some("ephemeralcontainers"))
+        }
         _ => Err(ApiError::no_route()),
     }
 }
@@ -496,6 +502,92 @@ fn token_request(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         }
     }
     Ok(r)
+}
+
+/// kube-apiserver's answer to a subresource POST that has no object to return.
+fn success(cx: &Ctx<'_>) -> Response<Body> {
+    value_response(
+        201,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
+        cx.output,
+    )
+}
+
+/// `POST pods/<name>/eviction`: the pod is deleted with the Eviction's delete options. No
+/// disruption budget is consulted: no controller computes their status here.
+fn evict(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    let req = decode(cx, &body)?;
+    let named = req.pointer("/metadata/name").and_then(Value::as_str);
+    if named.is_some_and(|n| n != cx.ri.name) {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
+    }
+    let mut opts = crate::storage::DeleteOptions::default();
+    if let Some(p) = req
+        .pointer("/deleteOptions/propagationPolicy")
+        .and_then(Value::as_str)
+    {
+        opts.propagation = Some(crate::storage::Propagation::parse(p)?);
+    }
+    opts.precondition.uid = req
+        .pointer("/deleteOptions/preconditions/uid")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    api(cx)?.delete(&cx.info, cx.namespace(), &cx.ri.name, &opts)?;
+    Ok(success(cx))
+}
+
+/// `POST bindings` and `POST pods/<name>/binding`: assigns the pod to the target node, once.
+fn bind(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
+    let req = decode(cx, &body)?;
+    let pod = if cx.info.strategy == Strategy::Pod {
+        cx.ri.name.clone()
+    } else {
+        req.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let node = req
+        .pointer("/target/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let required = |field: &str| {
+        ApiError::invalid(
+            "",
+            "Binding",
+            &pod,
+            vec![Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value".into(),
+                field: field.into(),
+            }],
+        )
+    };
+    if pod.is_empty() {
+        return Err(required("metadata.name"));
+    }
+    if node.is_empty() {
+        return Err(required("target.name"));
+    }
+    let pods = crate::storage::core("pods");
+    api(cx)?.modify(&pods, cx.namespace(), &pod, None, |p| {
+        match p.pointer("/spec/nodeName").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() => Err(ApiError::conflict_msg(
+                "",
+                "pods",
+                &pod,
+                &format!("pod {pod} is already assigned to node \"{n}\""),
+            )),
+            _ => {
+                p["spec"]["nodeName"] = json!(node);
+                Ok(true)
+            }
+        }
+    })?;
+    Ok(success(cx))
 }
 
 /// `POST tokenreviews`.

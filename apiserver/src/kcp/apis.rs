@@ -12,14 +12,36 @@ use serde_json::{Value, json};
 
 use crate::registry::{ApiSet, ResourceInfo};
 
-/// kube-apiserver built-ins a kcp workspace does not serve (kcp runs no workloads).
-const NOT_IN_KCP: &[(&str, &str)] = &[
-    ("", "pods"),
-    ("", "services"),
-    ("", "endpoints"),
-    ("apps", "deployments"),
-    ("apps", "replicasets"),
+/// The kube-apiserver built-ins a kcp workspace serves: kcp's generic control plane keeps the
+/// namespaced configuration kinds, RBAC, leases, events, admission configuration, CRDs and
+/// reviews, and no workloads, nodes, storage or networking (kcp runs nothing). A group listed
+/// with `None` is kept whole.
+const IN_KCP: &[(&str, Option<&[&str]>)] = &[
+    (
+        "",
+        Some(&[
+            "namespaces",
+            "configmaps",
+            "secrets",
+            "serviceaccounts",
+            "events",
+            "resourcequotas",
+            "limitranges",
+        ]),
+    ),
+    ("events.k8s.io", None),
+    ("authentication.k8s.io", None),
+    ("authorization.k8s.io", None),
+    ("rbac.authorization.k8s.io", None),
+    ("apiextensions.k8s.io", None),
+    ("coordination.k8s.io", None),
 ];
+
+fn in_kcp(i: &ResourceInfo) -> bool {
+    IN_KCP
+        .iter()
+        .any(|(g, rs)| *g == i.group && rs.is_none_or(|rs| rs.contains(&i.resource.as_str())))
+}
 
 fn open_obj(props: Value) -> Value {
     json!({"type": "object", "properties": props, "x-kubernetes-preserve-unknown-fields": true})
@@ -419,11 +441,7 @@ pub fn builtins() -> Arc<ApiSet> {
         let kube = crate::builtin::builtins();
         let kept = kube
             .all()
-            .filter(|i| {
-                !NOT_IN_KCP
-                    .iter()
-                    .any(|(g, r)| *g == i.group && *r == i.resource)
-            })
+            .filter(|i| in_kcp(i))
             .cloned()
             .collect::<Vec<_>>();
         Arc::new(ApiSet::new(kept.into_iter().chain(kcp_infos())))

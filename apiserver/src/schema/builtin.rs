@@ -11,14 +11,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-use k8s_openapi::api::{apps, authentication, coordination, core, events, rbac};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use super::objectmeta::NameRule;
 use super::structural::Structural;
+use crate::builtin::Scope;
 
 /// A built-in resource: where it is served and how its objects are checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,178 +36,25 @@ pub struct BuiltinResource {
     pub name_rule: Option<NameRule>,
     /// The OpenAPI definition name (`io.k8s.api.core.v1.ConfigMap`).
     pub definition: &'static str,
-    /// Subresources served under each object (`status`, `token`).
-    pub subresources: &'static [&'static str],
 }
 
-macro_rules! builtin {
-    ($g:expr, $v:expr, $k:expr, $p:expr, $ns:expr, $rule:expr, $def:expr, $sub:expr) => {
-        BuiltinResource {
-            group: $g,
-            version: $v,
-            kind: $k,
-            plural: $p,
-            namespaced: $ns,
-            name_rule: $rule,
-            definition: $def,
-            subresources: $sub,
-        }
-    };
-}
-
-/// Every built-in resource with a schema, in discovery order.
-pub const BUILTINS: &[BuiltinResource] = &[
-    builtin!(
-        "",
-        "v1",
-        "Namespace",
-        "namespaces",
-        false,
-        Some(NameRule::DnsLabel),
-        "io.k8s.api.core.v1.Namespace",
-        &["status"]
-    ),
-    builtin!(
-        "",
-        "v1",
-        "ConfigMap",
-        "configmaps",
-        true,
-        Some(NameRule::DnsSubdomain),
-        "io.k8s.api.core.v1.ConfigMap",
-        &[]
-    ),
-    builtin!(
-        "",
-        "v1",
-        "Secret",
-        "secrets",
-        true,
-        Some(NameRule::DnsSubdomain),
-        "io.k8s.api.core.v1.Secret",
-        &[]
-    ),
-    builtin!(
-        "",
-        "v1",
-        "ServiceAccount",
-        "serviceaccounts",
-        true,
-        Some(NameRule::DnsSubdomain),
-        "io.k8s.api.core.v1.ServiceAccount",
-        &["token"]
-    ),
-    builtin!(
-        "",
-        "v1",
-        "Event",
-        "events",
-        true,
-        Some(NameRule::DnsSubdomain),
-        "io.k8s.api.core.v1.Event",
-        &[]
-    ),
-    builtin!(
-        "",
-        "v1",
-        "Service",
-        "services",
-        true,
-        Some(NameRule::Dns1035Label),
-        "io.k8s.api.core.v1.Service",
-        &["status"]
-    ),
-    builtin!(
-        "events.k8s.io",
-        "v1",
-        "Event",
-        "events",
-        true,
-        Some(NameRule::DnsSubdomain),
-        "io.k8s.api.events.v1.Event",
-        &[]
-    ),
-    builtin!(
-        "coordination.k8s.io",
-        "v1",
-        "Lease",
-        "leases",
-        true,
-        Some(NameRule::DnsSubdomain),
-        "io.k8s.api.coordination.v1.Lease",
-        &[]
-    ),
-    builtin!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "Role",
-        "roles",
-        true,
-        Some(NameRule::PathSegment),
-        "io.k8s.api.rbac.v1.Role",
-        &[]
-    ),
-    builtin!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "ClusterRole",
-        "clusterroles",
-        false,
-        Some(NameRule::PathSegment),
-        "io.k8s.api.rbac.v1.ClusterRole",
-        &[]
-    ),
-    builtin!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "RoleBinding",
-        "rolebindings",
-        true,
-        Some(NameRule::PathSegment),
-        "io.k8s.api.rbac.v1.RoleBinding",
-        &[]
-    ),
-    builtin!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "ClusterRoleBinding",
-        "clusterrolebindings",
-        false,
-        Some(NameRule::PathSegment),
-        "io.k8s.api.rbac.v1.ClusterRoleBinding",
-        &[]
-    ),
-    builtin!(
-        "authentication.k8s.io",
-        "v1",
-        "TokenReview",
-        "tokenreviews",
-        false,
-        None,
-        "io.k8s.api.authentication.v1.TokenReview",
-        &[]
-    ),
-    builtin!(
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-        Some(NameRule::DnsSubdomain),
-        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
-        &["status"]
-    ),
-    builtin!(
-        "apps",
-        "v1",
-        "Deployment",
-        "deployments",
-        true,
-        Some(NameRule::DnsSubdomain),
-        "io.k8s.api.apps.v1.Deployment",
-        &["status", "scale"]
-    ),
-];
+/// Every built-in resource with a schema: the enabled Kubernetes version's GA types
+/// ([`crate::builtin::api_types`]) that are served as resources, in k8s-openapi's order.
+pub static BUILTINS: LazyLock<Vec<BuiltinResource>> = LazyLock::new(|| {
+    crate::builtin::api_types()
+        .iter()
+        .filter(|t| t.scope != Scope::Subresource)
+        .map(|t| BuiltinResource {
+            group: t.group,
+            version: t.version,
+            kind: t.kind,
+            plural: t.plural,
+            namespaced: t.scope == Scope::Namespaced,
+            name_rule: crate::builtin::name_rule(t),
+            definition: t.definition.as_ref(),
+        })
+        .collect()
+});
 
 /// The `TokenRequest` kind, served as the `token` subresource of service accounts.
 pub const TOKEN_REQUEST_DEFINITION: &str = "io.k8s.api.authentication.v1.TokenRequest";
@@ -242,31 +88,18 @@ static CATALOG: LazyLock<Catalog> = LazyLock::new(build_catalog);
 
 fn build_catalog() -> Catalog {
     let mut generator = SchemaGenerator::new(SchemaSettings::openapi3());
-    let _ = generator.subschema_for::<core::v1::Namespace>();
-    let _ = generator.subschema_for::<core::v1::ConfigMap>();
-    let _ = generator.subschema_for::<core::v1::Secret>();
-    let _ = generator.subschema_for::<core::v1::ServiceAccount>();
-    let _ = generator.subschema_for::<core::v1::Event>();
-    let _ = generator.subschema_for::<core::v1::Service>();
-    let _ = generator.subschema_for::<events::v1::Event>();
-    let _ = generator.subschema_for::<coordination::v1::Lease>();
-    let _ = generator.subschema_for::<rbac::v1::Role>();
-    let _ = generator.subschema_for::<rbac::v1::ClusterRole>();
-    let _ = generator.subschema_for::<rbac::v1::RoleBinding>();
-    let _ = generator.subschema_for::<rbac::v1::ClusterRoleBinding>();
-    let _ = generator.subschema_for::<authentication::v1::TokenReview>();
-    let _ = generator.subschema_for::<authentication::v1::TokenRequest>();
-    let _ = generator.subschema_for::<apiextensions::v1::CustomResourceDefinition>();
-    let _ = generator.subschema_for::<apps::v1::Deployment>();
+    for t in crate::builtin::api_types() {
+        t.add_schema(&mut generator);
+    }
     let _ = generator.subschema_for::<meta::v1::Status>();
     let _ = generator.subschema_for::<meta::v1::ObjectMeta>();
     let _ = generator.subschema_for::<meta::v1::ListMeta>();
     let mut published = generator.take_definitions(true);
-    for b in BUILTINS {
-        if let Some(Value::Object(d)) = published.get_mut(b.definition) {
+    for t in crate::builtin::api_types() {
+        if let Some(Value::Object(d)) = published.get_mut(t.definition.as_ref()) {
             d.insert(
                 "x-kubernetes-group-version-kind".into(),
-                json!([{"group": b.group, "kind": b.kind, "version": b.version}]),
+                json!([{"group": t.group, "kind": t.kind, "version": t.version}]),
             );
         }
     }
@@ -285,12 +118,6 @@ fn build_catalog() -> Catalog {
                 m.remove("required");
             }
         }
-    }
-    if let Some(Value::Object(d)) = published.get_mut(TOKEN_REQUEST_DEFINITION) {
-        d.insert(
-            "x-kubernetes-group-version-kind".into(),
-            json!([{"group": "authentication.k8s.io", "kind": "TokenRequest", "version": "v1"}]),
-        );
     }
     let mut validation = published.clone();
     for (name, desc) in [
@@ -331,10 +158,9 @@ fn build_catalog() -> Catalog {
         }
     }
     let mut compiled = HashMap::new();
-    for def in BUILTINS
+    for def in crate::builtin::api_types()
         .iter()
-        .map(|b| b.definition)
-        .chain([TOKEN_REQUEST_DEFINITION])
+        .map(|t| t.definition.as_ref())
     {
         let root = json!({"$ref": format!("#/components/schemas/{def}")});
         // The definitions are generated from k8s-openapi at build time; a failure here is a
@@ -387,7 +213,7 @@ mod tests {
 
     #[test]
     fn every_builtin_compiles() {
-        for b in BUILTINS {
+        for b in BUILTINS.iter() {
             assert!(builtin_schema(b.definition).is_some(), "{}", b.definition);
             assert!(
                 builtin_definitions()[b.definition]["x-kubernetes-group-version-kind"].is_array()

@@ -46,6 +46,8 @@ pub struct OpenApiResource {
     pub status: bool,
     /// Has a `scale` subresource.
     pub scale: bool,
+    /// Only `create` is served (reviews, bindings): no object is stored.
+    pub create_only: bool,
 }
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
@@ -531,6 +533,10 @@ fn resource_paths(r: &OpenApiResource, def: &Option<String>, v3: bool) -> Vec<(S
         def.map(|d| (d, body_types)),
         def,
     );
+    if r.create_only {
+        out.push((collection, with_common(json!({"post": create}), &common)));
+        return out;
+    }
     let delete_collection = operation(
         v3,
         format!("deletecollection{gv}{ns}{kind}"),
@@ -737,6 +743,7 @@ mod tests {
 
     fn widget() -> OpenApiResource {
         OpenApiResource {
+            create_only: false,
             group: "example.io".into(),
             version: "v1".into(),
             kind: "Widget".into(),
@@ -755,6 +762,7 @@ mod tests {
 
     fn builtin(group: &str, kind: &str, plural: &str, namespaced: bool) -> OpenApiResource {
         OpenApiResource {
+            create_only: false,
             group: group.into(),
             version: "v1".into(),
             kind: kind.into(),

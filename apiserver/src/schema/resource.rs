@@ -350,7 +350,8 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["metadata.name: Invalid value: \"a.b\": must not contain dots"]
         );
-        assert!(ResourceSchema::builtin("", "v1", "Pod").is_none());
+        assert!(ResourceSchema::builtin("", "v1", "Pod").is_some());
+        assert!(ResourceSchema::builtin("example.com", "v1", "Widget").is_none());
         let tr = ResourceSchema::for_definition(
             "authentication.k8s.io",
             "v1",

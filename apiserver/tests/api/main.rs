@@ -1,6 +1,7 @@
 //! Behaviour of the embedded API server as `kube::Client` sees it.
 
 mod apply;
+mod builtins;
 mod common;
 mod crd;
 mod crud;
