@@ -213,6 +213,7 @@ fn main() {
         schema: None,
         status: false,
         scale: false,
+        create_only: false,
     })
     .chain(std::iter::once(OpenApiResource {
         group: "example.io".into(),
@@ -223,6 +224,7 @@ fn main() {
         schema: Some(crd_schema(true)),
         status: true,
         scale: false,
+        create_only: false,
     }))
     .collect();
     measure("OpenAPI: build index (4 resources)", || {
