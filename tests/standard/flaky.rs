@@ -46,6 +46,8 @@ impl Reconcile for Flaky {
                 .await?;
             tokio::time::sleep(Duration::from_secs(self.spec.delay_seconds)).await;
         }
+        // An author's log line: the runtime's reconcile span adds which object it is about.
+        tracing::info!("flaky is installed");
         Ok(Outcome::ready())
     }
 

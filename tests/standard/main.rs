@@ -13,6 +13,7 @@ mod faults;
 mod flaky;
 mod leader;
 mod lifecycle;
+mod logs;
 mod metrics;
 mod process;
 mod ship;

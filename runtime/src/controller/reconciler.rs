@@ -25,6 +25,7 @@ use futures::FutureExt;
 use kube::ResourceExt;
 use kube::api::{Patch, PatchParams};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::access::{AccessState, Registration};
 use crate::context::{ClusterAccess, Context, Identity, WorkloadAccess};
@@ -41,6 +42,10 @@ use crate::outcome::{DEFAULT_WAIT, State};
 use crate::platform::{ConfigState, Platform};
 use crate::provider::{Reconcile, WorkloadCluster};
 use crate::provider_config::ProviderConfigResource;
+
+/// Numbers each reconcile of the process, for telling apart the log lines of two reconciles of
+/// the same object (controller-runtime's `reconcileID`).
+static RECONCILE_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Tunables of the reconcile algorithm.
 #[derive(Clone, Debug)]
@@ -108,14 +113,24 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
     /// Reconciles `id` once and says when it is due again.
     pub async fn reconcile(&self, id: &Identity) -> Requeue {
         let started = Instant::now();
-        let span =
-            tracing::debug_span!("reconcile", object = %id, mode = self.source.mode().as_str());
-        let step = {
-            let _enter = span.enter();
+        // The whole reconcile, the author's `create_or_update`/`delete` included, runs inside this
+        // span (instrumenting the future, as kube-runtime's controller does), so a log line of the
+        // author says which tenant it is about. Info level: it must exist at the default
+        // verbosity for its fields to reach the author's lines.
+        let span = tracing::info_span!(
+            "reconcile",
+            mode = %self.source.mode().as_str(),
+            cluster = %id.cluster.as_deref().unwrap_or(""),
+            namespace = %id.namespace,
+            name = %id.name,
+            reconcile_id = RECONCILE_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        );
+        let step = async {
             tracing::debug!("reconciling");
-            drop(_enter);
             self.reconcile_inner(id).await
-        };
+        }
+        .instrument(span)
+        .await;
         let elapsed = started.elapsed();
         self.metrics
             .reconciled(self.source.mode(), step.result, elapsed.as_secs_f64());

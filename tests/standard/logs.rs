@@ -1,0 +1,80 @@
+//! What a provider's logs say: an author's line inside `create_or_update` carries the object it is
+//! about, from the runtime's reconcile span.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use service_provider::dev::ControlPlaneRef;
+
+use crate::common;
+use crate::flaky::Flaky;
+
+/// Collects formatted log lines in memory.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Lines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Lines {
+    fn find(&self, needle: &str) -> Option<String> {
+        let bytes = self.0.lock().unwrap();
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .find(|l| l.contains(needle))
+            .map(str::to_owned)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authors_log_line_says_which_object_it_is_about() {
+    const NAMESPACE: &str = "project-logs--ws-a";
+    let lines = Lines::default();
+    let writer = lines.clone();
+    // Only the reconcile span and the author's module, at the default verbosity (INFO).
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(
+            "service_provider_runtime::controller::reconciler=info,standard::flaky=info",
+        )
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::set_global_default(subscriber)
+        .expect("no other test installs a global subscriber (unset RUST_LOG)");
+
+    let env = common::env::<Flaky>(json!({}), &[(NAMESPACE, "logged")]).await;
+    let runtime = common::start::<Flaky>(&env, |_| {}).await;
+    let cp = ControlPlaneRef::new(NAMESPACE, "logged");
+    common::create::<Flaky>(&env, &cp, json!({})).await;
+
+    let line = tokio::time::timeout(common::TIMEOUT, async {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(50));
+        loop {
+            tick.tick().await;
+            if let Some(line) = lines.find("flaky is installed")
+                && line.contains(NAMESPACE)
+            {
+                return line;
+            }
+        }
+    })
+    .await
+    .expect("the author's line is logged within the timeout");
+    for field in [
+        "mode=standard",
+        &format!("namespace={NAMESPACE}"),
+        "name=logged",
+        "reconcile_id=",
+    ] {
+        assert!(line.contains(field), "{field} missing from {line:?}");
+    }
+    common::stop(runtime).await;
+}
