@@ -389,6 +389,32 @@ async fn bench_memory() {
     );
 }
 
+/// Cluster start-up: the first cluster of a process also builds the shared built-in registry
+/// (schemas, type shapes); later ones only bootstrap their objects and listener.
+async fn bench_startup() {
+    const N: usize = 20;
+    let t = Instant::now();
+    let first = ApiServer::start_with("startup-0", Default::default())
+        .await
+        .expect("cluster");
+    let first_time = t.elapsed();
+    let mut clusters = vec![first];
+    let t = Instant::now();
+    for i in 1..=N {
+        clusters.push(
+            ApiServer::start_with(&format!("startup-{i}"), Default::default())
+                .await
+                .expect("cluster"),
+        );
+    }
+    let each = t.elapsed() / N as u32;
+    println!(
+        "startup: first cluster of the process {:.1} ms; each further cluster {:.1} ms   (target <= 50 ms)",
+        first_time.as_secs_f64() * 1e3,
+        each.as_secs_f64() * 1e3
+    );
+}
+
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .unwrap_or_default()
@@ -416,6 +442,9 @@ fn main() {
         // Memory first, before the throughput phases grow the allocator's pools.
         let only = std::env::var("BENCH_ONLY").unwrap_or_default();
         let run = |name: &str| only.is_empty() || only.split(',').any(|o| o == name);
+        if run("startup") {
+            bench_startup().await;
+        }
         if run("memory") {
             bench_memory().await;
         }

@@ -569,3 +569,83 @@ async fn kubectl_create_generators_speak_protobuf() {
     assert!(err.contains(r#"namespaces "gen" already exists"#), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The built-ins beyond the basics, as kubectl uses them: `get all` through the `all` category,
+/// `explain` of a StatefulSet from the published OpenAPI, `rollout status` of a StatefulSet the
+/// availability switch reports ready, `certificate approve` through the `approval` subresource.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_uses_the_workload_and_certificate_builtins() {
+    if !kubectl_available() {
+        return;
+    }
+    let c = ApiServer::start_with(
+        "kubectl-builtins",
+        service_provider_apiserver::ClusterOptions::default().deployments_available(true),
+    )
+    .await
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!(
+        "sp-kubectl-builtins-{}-{}",
+        std::process::id(),
+        c.endpoint().addr().port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let k = Kubectl::new(&c, &dir);
+
+    let sts = r#"
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web, namespace: default}
+spec:
+  serviceName: web
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx:1.27}]}
+"#;
+    k.ok_stdin(&["apply", "-f", "-"], sts).await;
+    let out = k
+        .ok(&["rollout", "status", "statefulset/web", "--timeout=20s"])
+        .await;
+    // kube-apiserver defaults `rollingUpdate.partition` to 0, so kubectl reports a partitioned
+    // roll-out, as on a real cluster.
+    assert!(
+        out.contains("roll out complete") && out.contains("2 new pods"),
+        "{out}"
+    );
+
+    let out = k.ok(&["get", "all", "-n", "default"]).await;
+    for want in ["service/kubernetes", "statefulset.apps/web"] {
+        assert!(out.contains(want), "{want} in\n{out}");
+    }
+
+    let out = k.ok(&["explain", "statefulset.spec.serviceName"]).await;
+    assert!(
+        out.contains("KIND:") && out.contains("StatefulSet") && out.contains("serviceName"),
+        "{out}"
+    );
+
+    let csr = r#"
+apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: alice}
+spec:
+  request: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K
+  signerName: kubernetes.io/kube-apiserver-client
+  usages: [client auth]
+"#;
+    k.ok_stdin(&["apply", "-f", "-"], csr).await;
+    let out = k.ok(&["certificate", "approve", "alice"]).await;
+    assert!(out.contains("approved"), "{out}");
+    let out = k
+        .ok(&[
+            "get",
+            "csr",
+            "alice",
+            "-o",
+            "jsonpath={.status.conditions[0].type}={.status.conditions[0].status}",
+        ])
+        .await;
+    assert_eq!(out, "Approved=True");
+}
