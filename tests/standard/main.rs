@@ -14,6 +14,7 @@ mod flaky;
 mod leader;
 mod lifecycle;
 mod logs;
+mod long_names;
 mod metrics;
 mod process;
 mod ship;
