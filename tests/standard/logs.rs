@@ -34,8 +34,38 @@ impl Lines {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_authors_log_line_says_which_object_it_is_about() {
+/// Runs [`authors_log_line`] in a process of its own: it installs the global subscriber, and
+/// tracing caches whether a callsite is enabled when the callsite is first hit, so a subscriber
+/// installed while other tests' reconciles are already running can miss the runtime's span.
+#[test]
+fn an_authors_log_line_says_which_object_it_is_about() {
+    const CHILD: &str = "SP_TEST_LOGS_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        return tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a tokio runtime")
+            .block_on(authors_log_line());
+    }
+    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "--exact",
+            "logs::an_authors_log_line_says_which_object_it_is_about",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .env_remove("RUST_LOG")
+        .status()
+        .expect("the test binary runs again");
+    assert!(
+        status.success(),
+        "the logging test failed in its own process: {status}"
+    );
+}
+
+async fn authors_log_line() {
     const NAMESPACE: &str = "project-logs--ws-a";
     let lines = Lines::default();
     let writer = lines.clone();
