@@ -345,7 +345,8 @@ fn cluster_and_service_provider_read_the_go_objects() {
             "env": [{"name": "A", "value": "b"}],
             "verbosity": "INFO",
             "runReplicas": 2,
-            "metrics": {"path": "/metrics", "port": 8080}
+            // Go writes `disabled` always (no omitempty), and the CRD requires it.
+            "metrics": {"disabled": false, "path": "/metrics", "port": 8080}
         },
         "status": {
             "phase": "Ready",
