@@ -119,30 +119,12 @@ pub fn prepare_update(
     }
     if subresource == Some("approval") {
         // `/approval` on CSRs changes only the conditions of `.status`.
-        let conditions = new.pointer("/status/conditions").cloned();
-        *new = old.clone();
-        match conditions {
-            Some(c) => new["status"]["conditions"] = c,
-            None => {
-                if let Some(s) = new.get_mut("status").and_then(Value::as_object_mut) {
-                    s.remove("conditions");
-                }
-            }
-        }
+        keep_old_except(old, new, "status", "conditions");
         return;
     }
     if subresource == Some("ephemeralcontainers") {
         // `/ephemeralcontainers` changes only `spec.ephemeralContainers`.
-        let ephemeral = new.pointer("/spec/ephemeralContainers").cloned();
-        *new = old.clone();
-        match ephemeral {
-            Some(e) => new["spec"]["ephemeralContainers"] = e,
-            None => {
-                if let Some(s) = new.get_mut("spec").and_then(Value::as_object_mut) {
-                    s.remove("ephemeralContainers");
-                }
-            }
-        }
+        keep_old_except(old, new, "spec", "ephemeralContainers");
         return;
     }
     if subresource == Some("finalize") {
@@ -576,4 +558,19 @@ fn crd_status(obj: &Value, old: Option<&Value>) -> Value {
         conditions.push(json!({"type": "Terminating", "status": "True", "reason": "InstanceDeletionInProgress", "message": "CustomResource deletion is in progress", "lastTransitionTime": keep_time("Terminating")}));
     }
     json!({"acceptedNames": names, "conditions": conditions, "storedVersions": stored})
+}
+
+/// Makes `new` the old object with only `new`'s `<parent>.<field>` taken over (removed when `new`
+/// has none): what a subresource that owns a single field writes.
+fn keep_old_except(old: &Value, new: &mut Value, parent: &str, field: &str) {
+    let kept = new.get(parent).and_then(|p| p.get(field)).cloned();
+    *new = old.clone();
+    match kept {
+        Some(v) => new[parent][field] = v,
+        None => {
+            if let Some(p) = new.get_mut(parent).and_then(Value::as_object_mut) {
+                p.remove(field);
+            }
+        }
+    }
 }

@@ -425,7 +425,7 @@ fn from_json(
                 .as_str()
                 .ok_or_else(|| bad(path, "expected a duration string"))?;
             let ns =
-                parse_duration(s).ok_or_else(|| bad(path, format!("invalid duration {s:?}")))?;
+                go_duration_nanos(s).ok_or_else(|| bad(path, format!("invalid duration {s:?}")))?;
             m.set_field_by_name("duration", PValue::I64(ns));
         }
         Shape::IntOrString => match v {
@@ -751,41 +751,11 @@ fn map_key_string(k: &MapKey) -> String {
     }
 }
 
-// --- Go durations ---------------------------------------------------------------------------------
+// --- Go durations --------------------------------------------------------------------------------
 
-/// Parses a Go duration string (`1h2m3.5s`, `300ms`, `-1.5h`) into nanoseconds.
-fn parse_duration(s: &str) -> Option<i64> {
-    let (neg, mut rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let n: f64 = rest[..num_len].parse().ok()?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        total += n * scale;
-    }
-    let ns = total.round() as i64;
-    Some(if neg { -ns } else { ns })
+/// A Go duration string (`1h2m3.5s`, `300ms`, `-1.5h`) in nanoseconds, as `Duration` carries it.
+fn go_duration_nanos(s: &str) -> Option<i64> {
+    crate::schema::parse_go_duration(s).and_then(|ns| i64::try_from(ns).ok())
 }
 
 /// Formats nanoseconds as Go's `time.Duration.String()` does (`1h2m3.5s`, `300ms`, `0s`).
@@ -870,7 +840,7 @@ mod tests {
             "reportingController": "x", "reportingInstance": "y", "action": "A", "reason": "R"});
         assert_eq!(decode(&encode(&ev).unwrap()).unwrap(), ev);
         for d in ["1h0m0s", "1m30s", "1.5s", "300ms", "0s", "-2h3m4s"] {
-            assert_eq!(format_duration(parse_duration(d).unwrap()), d);
+            assert_eq!(format_duration(go_duration_nanos(d).unwrap()), d);
         }
         let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": "ws.example.com"},

@@ -519,7 +519,9 @@ pub(crate) fn parse_go_duration(s: &str) -> Option<i128> {
     if total > i64::MAX as f64 {
         return None;
     }
-    Some(if neg { -(total as i128) } else { total as i128 })
+    // Rounded, not truncated: `0.3s` is 299999999.99999994 ns in f64.
+    let ns = total.round() as i128;
+    Some(if neg { -ns } else { ns })
 }
 
 /// strfmt.IsDuration: Go durations, or anything containing a Scala-style `<n> <unit>`.

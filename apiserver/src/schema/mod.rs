@@ -60,6 +60,7 @@ pub use crd::validate_crd;
 pub use errors::{
     BadValue, FieldError, Reason, aggregate, invalid_message, invalid_status, qualified_kind,
 };
+pub(crate) use formats::parse_go_duration;
 pub use objectmeta::{NameRule, validate_object_meta, validate_type_meta};
 pub use openapi::{OpenApiDocuments, OpenApiResource, crd_definition_name, group_version_path};
 pub use prune::{FieldValidation, strict_error_message, unknown_field_warning};
