@@ -200,6 +200,76 @@ impl<Q: Eq + Hash + Clone, K> Cache<Q, K> {
     }
 }
 
+/// How often a watch that keeps failing is reported at warn; the failures in between are
+/// logged at debug.
+const WATCH_WARN_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Reports a watch's failures where an operator sees them: at warn, since a watch that fails
+/// leaves the provider blind to changes (a missing RBAC rule, an unreachable server). kube's
+/// default backoff retries a persistent failure every 30 s at most; this logs it at warn at most
+/// once a minute, with the number of failures so far, and says when the watch recovered.
+pub(crate) struct WatchHealth {
+    what: String,
+    failures: u64,
+    warned: Option<std::time::Instant>,
+}
+
+impl WatchHealth {
+    /// The health of the watch of `what` (a kind).
+    pub(crate) fn new(what: impl Into<String>) -> Self {
+        WatchHealth {
+            what: what.into(),
+            failures: 0,
+            warned: None,
+        }
+    }
+
+    /// The watch failed; it retries by itself.
+    pub(crate) fn failed(&mut self, err: &watcher::Error) {
+        self.failures += 1;
+        let due = self
+            .warned
+            .is_none_or(|at| at.elapsed() >= WATCH_WARN_EVERY);
+        if due {
+            self.warned = Some(std::time::Instant::now());
+            tracing::warn!(kind = %self.what, error = %err, failures = self.failures, "watch failed; retrying with backoff");
+        } else {
+            tracing::debug!(kind = %self.what, error = %err, failures = self.failures, "watch failed; retrying with backoff");
+        }
+    }
+
+    /// The watch delivered an event.
+    pub(crate) fn succeeded(&mut self) {
+        if self.failures > 0 {
+            tracing::info!(
+                kind = %self.what,
+                failures = self.failures,
+                "watch recovered"
+            );
+            self.failures = 0;
+            self.warned = None;
+        }
+    }
+}
+
+/// `Secret` for `k8s_openapi::api::core::v1::Secret`, `PartialObjectMeta<Secret>` for
+/// `kube::core::PartialObjectMeta<…::Secret>`: names a watched type in a log line.
+pub(crate) fn short_type_name<K>() -> String {
+    let mut out = String::new();
+    let mut segment = String::new();
+    for c in std::any::type_name::<K>().chars() {
+        if c.is_alphanumeric() || c == '_' || c == ':' {
+            segment.push(c);
+        } else {
+            out.push_str(segment.rsplit("::").next().unwrap_or(&segment));
+            segment.clear();
+            out.push(c);
+        }
+    }
+    out.push_str(segment.rsplit("::").next().unwrap_or(&segment));
+    out
+}
+
 /// Feeds `cache` from a watcher stream until the stream ends, calling `on_change` for every
 /// change (after the cache was updated). `key` picks each object's key (`None` skips the
 /// object); `prepare` may trim an object before it is stored (e.g. drop `managedFields`).
@@ -219,13 +289,17 @@ pub async fn reflect<K, Q, S>(
 {
     let mut stream = std::pin::pin!(stream);
     let mut relist: Option<HashMap<Q, Arc<K>>> = None;
+    let mut health = WatchHealth::new(short_type_name::<K>());
     while let Some(event) = stream.next().await {
         let event = match event {
-            Ok(event) => event,
+            Ok(event) => {
+                health.succeeded();
+                event
+            }
             Err(err) => {
                 // The watcher recovers by itself (with the backoff the caller attached); the
                 // cache keeps serving what it has meanwhile.
-                tracing::debug!(error = %err, "watch failed; retrying");
+                health.failed(&err);
                 continue;
             }
         };
@@ -338,6 +412,62 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::ObjectMeta;
+
+    #[test]
+    fn a_failing_watch_warns_once_a_minute_and_says_when_it_recovered() {
+        let lines = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let sink = lines.clone();
+        let subscriber = crate::logging::subscriber(
+            tracing_subscriber::EnvFilter::new("debug"),
+            crate::logging::LogFormat::Json,
+            move || LineSink(sink.clone()),
+        );
+        tracing::subscriber::with_default(subscriber, || {
+            let mut health = WatchHealth::new(short_type_name::<ConfigMap>());
+            for _ in 0..3 {
+                health.failed(&watcher::Error::NoResourceVersion);
+            }
+            health.succeeded();
+            health.failed(&watcher::Error::NoResourceVersion);
+        });
+        let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
+        let levels: Vec<(String, String)> = text
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                assert_eq!(v["kind"], "ConfigMap", "{l}");
+                (
+                    v["level"].as_str().unwrap().to_owned(),
+                    v["msg"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let expected = [
+            ("warn", "watch failed; retrying with backoff"),
+            ("debug", "watch failed; retrying with backoff"),
+            ("debug", "watch failed; retrying with backoff"),
+            ("info", "watch recovered"),
+            ("warn", "watch failed; retrying with backoff"),
+        ]
+        .map(|(l, m)| (l.to_owned(), m.to_owned()));
+        assert_eq!(levels, expected, "{text}");
+        assert_eq!(
+            short_type_name::<kube::core::PartialObjectMeta<ConfigMap>>(),
+            "PartialObjectMeta<ConfigMap>"
+        );
+    }
+
+    struct LineSink(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for LineSink {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
 
     fn cm(name: &str, rv: &str) -> ConfigMap {
         ConfigMap {

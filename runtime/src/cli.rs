@@ -44,6 +44,7 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 use crate::access::clients::ClientFactory;
 use crate::error::Error;
 use crate::init::{InitContext, InitHook, InitOptions};
+use crate::logging::LogFormat;
 use crate::manifests;
 use crate::openmcp::constants::{ENV_POD_NAME, ENV_POD_NAMESPACE};
 use crate::ops::shutdown_signal;
@@ -77,6 +78,12 @@ struct Common {
     /// Log level: DEBUG, INFO or ERROR (any case).
     #[arg(long, short = 'v', global = true, default_value = "INFO", value_parser = parse_verbosity)]
     verbosity: Verbosity,
+    /// Log format: json or text (any case). Default: json, one object per line as the Go
+    /// providers of the platform write them (controller-utils' production default), for the
+    /// platform's log pipeline; text for `dev`, which a person reads in a terminal. Also
+    /// `--format`/`-f`, controller-utils' names for it.
+    #[arg(long, global = true, alias = "format", short_alias = 'f')]
+    log_format: Option<LogFormat>,
     /// Name of the ServiceProvider; also the name of the ProviderConfig the provider reads.
     /// Defaults to the Service API kind in lower case.
     #[arg(long, global = true)]
@@ -452,7 +459,18 @@ impl<P: Reconcile> App<P> {
             }
             return manifests_command::<P>(&list, output, *check);
         }
-        crate::logging::init(common.verbosity);
+        // `dev` (asked for, or chosen because no cluster is configured) is read by a person.
+        let dev = match &command {
+            Some(Command::Dev(_)) => true,
+            None => common.kubeconfig.is_none() && !in_cluster(),
+            Some(_) => false,
+        };
+        let format = common.log_format.unwrap_or(if dev {
+            LogFormat::Text
+        } else {
+            LogFormat::Json
+        });
+        crate::logging::init(common.verbosity, format, crate::logging::crate_of::<P>());
         let runtime = match tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -902,6 +920,34 @@ mod tests {
         assert!(parse(&["p", "run", "--verbosity", "LOUD"]).is_err());
         let cli = parse(&["p", "--kubeconfig", "/k"]).unwrap();
         assert!(cli.command.is_none());
+    }
+
+    #[test]
+    fn log_format_takes_json_or_text_under_either_name() {
+        assert_eq!(parse(&["p", "run"]).unwrap().common.log_format, None);
+        for args in [
+            &["p", "run", "--log-format", "json"][..],
+            &["p", "run", "--format=JSON"],
+            &["p", "-f", "json", "run"],
+            &["p", "run", "-log-format=json"],
+        ] {
+            let cli = parse(args).unwrap();
+            assert_eq!(cli.common.log_format, Some(LogFormat::Json), "{args:?}");
+        }
+        assert_eq!(
+            parse(&["p", "dev", "--log-format", "text"])
+                .unwrap()
+                .common
+                .log_format,
+            Some(LogFormat::Text)
+        );
+        let err = parse(&["p", "run", "--log-format", "yaml"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("yaml") && err.contains("use json or text"),
+            "{err}"
+        );
     }
 
     /// What the openMCP operator's Deployment and init Job pass (openmcp-operator

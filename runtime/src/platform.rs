@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::clients::ClientFactory;
 use crate::access::{AccessManager, KubeconfigStore};
-use crate::cache::{Cache, Change, ObjectKey, compact_meta, reflect};
+use crate::cache::{Cache, Change, ObjectKey, WatchHealth, compact_meta, reflect};
 use crate::controller::Triggers;
 use crate::controller::status::{merge_patch, set_condition};
 use crate::openmcp::clusters::RequestStatus;
@@ -405,8 +405,9 @@ impl<P: ServiceProvider> Platform<P> {
         let api: Api<PartialObjectMeta<Secret>> = Api::all(self.client.clone());
         let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
         let mut references = ReferenceVersions::default();
+        let mut health = WatchHealth::new("Secret");
         while let Some(event) = stream.next().await {
-            let Some((object, seen)) = seen_object(event, "Secret") else {
+            let Some((object, seen)) = seen_object(event, &mut health) else {
                 continue;
             };
             let Some(key) = ObjectKey::of(&object) else {
@@ -437,8 +438,9 @@ impl<P: ServiceProvider> Platform<P> {
             Api::namespaced(self.client.clone(), &self.pod_namespace);
         let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
         let mut references = ReferenceVersions::default();
+        let mut health = WatchHealth::new("ConfigMap");
         while let Some(event) = stream.next().await {
-            let Some((object, seen)) = seen_object(event, "ConfigMap") else {
+            let Some((object, seen)) = seen_object(event, &mut health) else {
                 continue;
             };
             let name = object.name_any();
@@ -465,15 +467,18 @@ enum Seen {
 
 fn seen_object<K>(
     event: Result<watcher::Event<K>, watcher::Error>,
-    kind: &str,
+    health: &mut WatchHealth,
 ) -> Option<(K, Seen)> {
+    if event.is_ok() {
+        health.succeeded();
+    }
     match event {
         Ok(watcher::Event::Apply(o)) => Some((o, Seen::Changed)),
         Ok(watcher::Event::InitApply(o)) => Some((o, Seen::Listed)),
         Ok(watcher::Event::Delete(o)) => Some((o, Seen::Deleted)),
         Ok(_) => None,
         Err(err) => {
-            tracing::debug!(error = %err, kind, "watch failed; retrying");
+            health.failed(&err);
             None
         }
     }

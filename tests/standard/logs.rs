@@ -1,5 +1,5 @@
 //! What a provider's logs say: an author's line inside `create_or_update` carries the object it is
-//! about, from the runtime's reconcile span.
+//! about, from the runtime's reconcile span, in text and in the JSON lines `run` writes.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -9,6 +9,7 @@ use service_provider::dev::ControlPlaneRef;
 
 use crate::common;
 use crate::flaky::Flaky;
+use crate::process::{self, Provider};
 
 /// Collects formatted log lines in memory.
 #[derive(Clone, Default)]
@@ -107,4 +108,66 @@ async fn authors_log_line() {
         assert!(line.contains(field), "{field} missing from {line:?}");
     }
     common::stop(runtime).await;
+}
+
+/// `run` writes JSON lines by default, as the platform's Go providers do (controller-utils' zap
+/// logger in production), and an author's line in them carries the reconcile span's fields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_writes_json_lines_that_say_which_object_they_are_about() {
+    const NAMESPACE: &str = "project-json-logs--ws-a";
+    let env = common::env::<Flaky>(json!({}), &[(NAMESPACE, "logged-json")]).await;
+    let dir = process::tempdir("json-logs");
+    let kubeconfig = dir.join("provider.kubeconfig");
+    std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
+    let mut provider = Provider::spawn(
+        "flaky",
+        &[
+            "run",
+            "--log-format",
+            "json",
+            "--provider-name",
+            "flaky",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--metrics-bind-address",
+            "0",
+            "--health-probe-bind-address",
+            "0",
+        ],
+        &[("POD_NAMESPACE", env.pod_namespace())],
+    );
+    let cp = ControlPlaneRef::new(NAMESPACE, "logged-json");
+    common::create::<Flaky>(&env, &cp, json!({})).await;
+    common::wait(
+        &common::objects::<Flaky>(&env, &cp),
+        "logged-json",
+        common::ready::<Flaky>,
+    )
+    .await;
+    // Ready is written after the author's line, so the line is in the pipe by now; the process
+    // still runs until SIGTERM, which flushes nothing more than stderr already has.
+    provider.terminate();
+    let status = provider.wait(common::TIMEOUT).await;
+    let logs = provider.stderr();
+    assert_eq!(status.code(), Some(0), "stderr:\n{logs}");
+    let lines: Vec<serde_json::Value> = logs
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["level"].is_string() && l["ts"].is_string() && l["msg"].is_string()),
+        "every line has zap's level, ts and msg:\n{logs}"
+    );
+    let line = lines
+        .iter()
+        .find(|l| l["msg"] == "flaky is installed")
+        .unwrap_or_else(|| panic!("the author's line is logged:\n{logs}"));
+    assert_eq!(line["level"], "info", "{line}");
+    assert_eq!(line["mode"], "standard", "{line}");
+    assert_eq!(line["namespace"], NAMESPACE, "{line}");
+    assert_eq!(line["name"], "logged-json", "{line}");
+    assert!(line["reconcile_id"].is_u64(), "{line}");
 }

@@ -54,7 +54,7 @@ fn provider_process() {
 }
 
 /// A provider process with its output collected.
-struct Provider {
+pub(crate) struct Provider {
     child: std::process::Child,
     stdout: Arc<Mutex<String>>,
     stderr: Arc<Mutex<String>>,
@@ -74,7 +74,7 @@ fn collect(stream: impl std::io::Read + Send + 'static) -> Arc<Mutex<String>> {
 }
 
 impl Provider {
-    fn spawn(provider: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+    pub(crate) fn spawn(provider: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut argv = vec![provider.to_owned()];
         argv.extend(args.iter().map(|a| a.to_string()));
         let mut command = Command::new(std::env::current_exe().unwrap());
@@ -110,12 +110,12 @@ impl Provider {
         self.stdout.lock().unwrap().clone()
     }
 
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 
     /// SIGTERM, as the kubelet sends it.
-    fn terminate(&self) {
+    pub(crate) fn terminate(&self) {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
@@ -123,7 +123,7 @@ impl Provider {
         assert!(status.success());
     }
 
-    async fn wait(&mut self, timeout: Duration) -> ExitStatus {
+    pub(crate) async fn wait(&mut self, timeout: Duration) -> ExitStatus {
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -174,6 +174,14 @@ async fn bad_flags_and_broken_kubeconfigs_end_with_one_line() {
         "{line}"
     );
 
+    let (status, stderr) = run_to_end("velero", &["run", "--log-format", "yaml"], &[]).await;
+    assert_eq!(status.code(), Some(2));
+    let line = one_line(&stderr);
+    assert!(
+        line.contains("--log-format") && line.contains("use json or text"),
+        "{line}"
+    );
+
     let (status, stderr) = run_to_end("velero", &["run", "--no-such-flag"], &[]).await;
     assert_eq!(status.code(), Some(2));
     assert!(one_line(&stderr).contains("--no-such-flag"));
@@ -210,7 +218,7 @@ async fn bad_flags_and_broken_kubeconfigs_end_with_one_line() {
     assert!(one_line(&stderr).contains("cannot read --kubeconfig"));
 }
 
-fn tempdir(name: &str) -> std::path::PathBuf {
+pub(crate) fn tempdir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("sp-standard-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -300,8 +308,8 @@ async fn logs_never_show_credentials_and_sigterm_stops_the_process() {
     );
     let logs = process.stderr();
     assert!(
-        logs.contains("reconciling") && logs.contains("DEBUG"),
-        "DEBUG logs were written:\n{logs}"
+        logs.contains("reconciling") && logs.contains(r#""level":"debug""#),
+        "DEBUG logs were written (JSON lines, the default of run):\n{logs}"
     );
     let credentials = credentials(&env).await;
     assert!(
