@@ -98,6 +98,8 @@ struct Common {
     kubeconfig_dir: Option<PathBuf>,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Install the CRDs and register the Service API at the ServiceProvider (the openMCP init
@@ -252,6 +254,12 @@ struct RunArgs {
     /// How many objects are reconciled at once.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     concurrency: u64,
+    /// How long the provider's create_or_update or delete may run (a Go duration: 30s, 5m)
+    /// before it is cancelled and the reconcile fails with reason ReconcileTimedOut, retried
+    /// with backoff; 0 turns it off. Default: what the provider set (App::reconcile_timeout),
+    /// else off, as controller-runtime's ReconciliationTimeout.
+    #[arg(long)]
+    reconcile_timeout: Option<crate::duration::Duration>,
     /// kcp mode.
     #[command(flatten)]
     kcp: crate::kcp::flags::KcpArgs,
@@ -266,6 +274,7 @@ impl Default for RunArgs {
             leader_elect_retry_period: 2,
             leader_election_id: None,
             concurrency: 16,
+            reconcile_timeout: None,
             kcp: Default::default(),
         }
     }
@@ -355,6 +364,7 @@ pub struct App<P> {
     init_hook: Option<InitHook>,
     dev_samples: (Option<serde_json::Value>, Option<serde_json::Value>),
     names: Names,
+    reconcile_timeout: Option<Duration>,
     _provider: PhantomData<fn() -> P>,
 }
 
@@ -378,6 +388,7 @@ impl<P: Reconcile> App<P> {
             init_hook: None,
             dev_samples: (None, None),
             names: Names::default(),
+            reconcile_timeout: None,
             _provider: PhantomData,
         }
     }
@@ -412,6 +423,17 @@ impl<P: Reconcile> App<P> {
     /// `<provider-name>-standard`. `run --leader-election-id` overrides it.
     pub fn leader_election_id(mut self, id: impl Into<String>) -> Self {
         self.names.leader_election_id = Some(id.into());
+        self
+    }
+
+    /// Cancels a `create_or_update` or `delete` that runs longer than `timeout`: the reconcile
+    /// fails with reason `ReconcileTimedOut` in the object's `Ready` condition (the message says
+    /// after how long), its worker is free for other objects, and it is retried with backoff.
+    /// Default: no limit, as controller-runtime's `ReconciliationTimeout`. `run
+    /// --reconcile-timeout` overrides it (`0` turns it off). Code that blocks its thread instead
+    /// of awaiting cannot be cancelled.
+    pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
+        self.reconcile_timeout = (!timeout.is_zero()).then_some(timeout);
         self
     }
 
@@ -481,11 +503,14 @@ impl<P: Reconcile> App<P> {
         let result = runtime.block_on(async move {
             match command {
                 Some(Command::Init(_)) => self.init_command(&common).await,
-                Some(Command::Run(args)) => run_command::<P>(&common, &args, &self.names).await,
+                Some(Command::Run(args)) => {
+                    run_command::<P>(&common, &args, &self.names, self.reconcile_timeout).await
+                }
                 Some(Command::Dev(args)) => self.dev_command(&common, &args).await,
                 Some(Command::Manifests { .. }) => Ok(()),
                 None if common.kubeconfig.is_some() || in_cluster() => {
-                    run_command::<P>(&common, &RunArgs::default(), &self.names).await
+                    let args = RunArgs::default();
+                    run_command::<P>(&common, &args, &self.names, self.reconcile_timeout).await
                 }
                 // No cluster configured: a local one, as `cargo run --example <provider>` expects.
                 None => self.dev_command(&common, &DevArgs::default()).await,
@@ -714,6 +739,7 @@ async fn run_command<P: Reconcile>(
     common: &Common,
     args: &RunArgs,
     names: &Names,
+    reconcile_timeout: Option<Duration>,
 ) -> Result<(), String> {
     let kcp = args.kcp.settings(&P::INFO)?;
     let metrics_addr = parse_bind_address("metrics-bind-address", &args.go.metrics_bind_address)?;
@@ -752,6 +778,10 @@ async fn run_command<P: Reconcile>(
         );
     }
     options.concurrency = usize::try_from(args.concurrency).unwrap_or(16);
+    options.reconcile.timeout = match args.reconcile_timeout {
+        Some(flag) => Some(flag.0).filter(|t| !t.is_zero()),
+        None => reconcile_timeout,
+    };
     serve::<P>(platform, options, kcp, &args.kcp).await
 }
 
@@ -920,6 +950,19 @@ mod tests {
         assert!(parse(&["p", "run", "--verbosity", "LOUD"]).is_err());
         let cli = parse(&["p", "--kubeconfig", "/k"]).unwrap();
         assert!(cli.command.is_none());
+    }
+
+    #[test]
+    fn reconcile_timeout_is_a_go_duration() {
+        assert_eq!(run_args(&["p", "run"]).reconcile_timeout, None);
+        let timeout = run_args(&["p", "run", "--reconcile-timeout=1m30s"]).reconcile_timeout;
+        assert_eq!(timeout.map(|t| t.0), Some(Duration::from_secs(90)));
+        let timeout = run_args(&["p", "run", "--reconcile-timeout", "0"]).reconcile_timeout;
+        assert_eq!(timeout.map(|t| t.0), Some(Duration::ZERO));
+        let err = parse(&["p", "run", "--reconcile-timeout", "soon"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("write it like 30s"), "{err}");
     }
 
     #[test]

@@ -410,9 +410,12 @@ impl<P: Reconcile> Runtime<P> {
         mode: Mode,
         lease_client: kube::Client,
         lease: &str,
-        controller: Controller<P, S>,
+        mut controller: Controller<P, S>,
         synced: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
+        if self.options.leader_elect {
+            controller.set_lease(lease);
+        }
         tokio::select! {
             _ = async { self.platform.wait_synced().await; synced.await } => {}
             _ = self.shutdown.cancelled() => return Err(StartError::Cancelled),

@@ -21,6 +21,12 @@ pub struct FlakySpec {
     /// Seconds `create_or_update` takes, after it wrote the ConfigMap `started` into the MCP.
     #[serde(default)]
     pub delay_seconds: u64,
+    /// Fail `create_or_update` with a transient error.
+    #[serde(default)]
+    pub fail: bool,
+    /// Ask to be reconciled again after this many seconds once ready.
+    #[serde(default)]
+    pub requeue_seconds: u64,
 }
 
 impl Reconcile for Flaky {
@@ -46,8 +52,16 @@ impl Reconcile for Flaky {
                 .await?;
             tokio::time::sleep(Duration::from_secs(self.spec.delay_seconds)).await;
         }
+        if self.spec.fail {
+            return Err(Error::transient_msg("flaky was told to fail"));
+        }
         // An author's log line: the runtime's reconcile span adds which object it is about.
         tracing::info!("flaky is installed");
+        if self.spec.requeue_seconds > 0 {
+            return Ok(
+                Outcome::ready().requeue_after(Duration::from_secs(self.spec.requeue_seconds))
+            );
+        }
         Ok(Outcome::ready())
     }
 

@@ -18,6 +18,7 @@ mod long_names;
 mod metrics;
 mod process;
 mod ship;
+mod timeout;
 // Shared with the other end-to-end binary, which uses other parts of it.
 #[allow(dead_code)]
 #[path = "../support/mod.rs"]

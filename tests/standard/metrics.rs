@@ -66,3 +66,120 @@ async fn metrics_and_probes_are_served() {
     );
     common::stop(runtime).await;
 }
+
+/// The value of `series` (name and labels exactly as written) in a `/metrics` response.
+fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// controller-runtime's names and labels, as the dashboards and alerts built for Go providers
+/// query them, after a reconcile that succeeded, one that failed and one that asked to be
+/// requeued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_runtimes_metrics_count_successes_errors_and_requeues() {
+    const NAMESPACE: &str = "project-cr-metrics--ws-a";
+    // No poll interval: a ready object is done (`success`) unless it asks for a requeue.
+    let env = common::env::<Flaky>(
+        json!({ "pollInterval": "0s" }),
+        &[
+            (NAMESPACE, "succeeds"),
+            (NAMESPACE, "fails"),
+            (NAMESPACE, "requeues"),
+        ],
+    )
+    .await;
+    let runtime = common::start::<Flaky>(&env, |o| {
+        o.metrics_addr = Some("127.0.0.1:0".parse().unwrap());
+        o.concurrency = 3;
+        o.leader_elect = true;
+    })
+    .await;
+    let controller = env.provider().unwrap().name().to_owned();
+    for (name, spec) in [
+        ("succeeds", json!({})),
+        ("fails", json!({ "fail": true })),
+        ("requeues", json!({ "requeueSeconds": 3600 })),
+    ] {
+        common::create::<Flaky>(&env, &ControlPlaneRef::new(NAMESPACE, name), spec).await;
+    }
+    let c = format!(r#"controller="{controller}""#);
+    let q = format!(r#"name="{controller}",controller="{controller}""#);
+    let total =
+        |result: &str| format!(r#"controller_runtime_reconcile_total{{{c},result="{result}"}}"#);
+    let addr = runtime.metrics_addr().expect("metrics served");
+    // `fails` is retried with backoff, so its second failure shows the retry too.
+    let metrics = common::eventually(
+        "a success, two errors and a requeue_after to be counted",
+        common::TIMEOUT,
+        || {
+            let (success, error, requeue_after) =
+                (total("success"), total("error"), total("requeue_after"));
+            async move {
+                let metrics = get(addr, "/metrics").await;
+                (sample(&metrics, &success)? >= 1.0
+                    && sample(&metrics, &error)? >= 2.0
+                    && sample(&metrics, &requeue_after)? >= 1.0)
+                    .then_some(metrics)
+            }
+        },
+    )
+    .await;
+    let value = |series: String| {
+        sample(&metrics, &series).unwrap_or_else(|| panic!("{series} missing:\n{metrics}"))
+    };
+    let errors = value(format!("controller_runtime_reconcile_errors_total{{{c}}}"));
+    assert!(
+        errors >= 2.0,
+        "every failed reconcile is an error: {errors}"
+    );
+    assert_eq!(
+        value(total("requeue")),
+        0.0,
+        "no result asks for a rate-limited requeue"
+    );
+    assert_eq!(
+        value(format!(
+            "controller_runtime_terminal_reconcile_errors_total{{{c}}}"
+        )),
+        0.0,
+        "a transient error is retried, not terminal"
+    );
+    assert_eq!(
+        value(format!(
+            "controller_runtime_max_concurrent_reconciles{{{c}}}"
+        )),
+        3.0
+    );
+    let active = value(format!("controller_runtime_active_workers{{{c}}}"));
+    assert!((0.0..=3.0).contains(&active), "{active}");
+    let reconciles = value(format!(
+        "controller_runtime_reconcile_time_seconds_count{{{c}}}"
+    ));
+    assert!(reconciles >= 4.0, "{reconciles}");
+    assert!(
+        metrics.contains(&format!(
+            r#"controller_runtime_reconcile_time_seconds_bucket{{le="0.005",{c}}}"#
+        )),
+        "controller-runtime's first bucket:\n{metrics}"
+    );
+    assert!(value(format!("workqueue_adds_total{{{q}}}")) >= 4.0);
+    assert!(
+        value(format!("workqueue_retries_total{{{q}}}")) >= 2.0,
+        "the backoff after each failure and the requeue_after are retries"
+    );
+    assert!(value(format!("workqueue_queue_duration_seconds_count{{{q}}}")) >= 4.0);
+    assert!(value(format!("workqueue_work_duration_seconds_count{{{q}}}")) >= 4.0);
+    let depth = value(format!(r#"workqueue_depth{{{q},priority=""}}"#));
+    assert!((0.0..=3.0).contains(&depth), "{depth}");
+    assert_eq!(
+        value(format!(
+            r#"leader_election_master_status{{name="{controller}-standard"}}"#
+        )),
+        1.0,
+        "this replica holds the standard mode's Lease"
+    );
+    common::stop(runtime).await;
+}

@@ -89,6 +89,17 @@ impl Triggers {
     }
 }
 
+/// The name of a mode's controller: its `controller` label in controller-runtime's metrics and
+/// its work queue's name. Standard mode's is the provider's name, as the Go runtime names its
+/// controller (`Named(providerName)` in opencontrolplane-runtime's `SetupWithManager`), so a Go
+/// provider's dashboards find it; kcp mode's is `<provider-name>-kcp`.
+pub fn controller_name(provider_name: &str, mode: Mode) -> String {
+    match mode {
+        Mode::Standard => provider_name.to_owned(),
+        Mode::Kcp => format!("{provider_name}-kcp"),
+    }
+}
+
 /// Runs one mode: takes keys from its queue and reconciles them, at most `concurrency` at a
 /// time, while this replica leads the mode.
 pub struct Controller<P: Reconcile, S: Source<P>> {
@@ -97,6 +108,8 @@ pub struct Controller<P: Reconcile, S: Source<P>> {
     queue: Queue<Identity>,
     metrics: Metrics,
     concurrency: usize,
+    /// The Lease this mode is elected by, when leader election is on.
+    lease: Option<String>,
 }
 
 impl<P: Reconcile, S: Source<P>> Controller<P, S> {
@@ -108,23 +121,35 @@ impl<P: Reconcile, S: Source<P>> Controller<P, S> {
         options: Options,
         concurrency: usize,
     ) -> Self {
-        let queue = Queue::new(BackoffPolicy::default());
+        let concurrency = concurrency.max(1);
+        let reconciler = Arc::new(Reconciler::new(
+            source.clone(),
+            platform.clone(),
+            metrics.clone(),
+            options,
+        ));
+        let controller_metrics = reconciler.controller_metrics();
+        controller_metrics.set_max_concurrent(concurrency);
+        let queue =
+            Queue::new(BackoffPolicy::default()).with_metrics(controller_metrics.queue().clone());
         let keys_source = source.clone();
         platform
             .triggers()
             .register(source.mode(), queue.clone(), move || keys_source.keys());
         Controller {
-            reconciler: Arc::new(Reconciler::new(
-                source,
-                platform.clone(),
-                metrics.clone(),
-                options,
-            )),
+            reconciler,
             platform,
             queue,
             metrics,
-            concurrency: concurrency.max(1),
+            concurrency,
+            lease: None,
         }
+    }
+
+    /// Reports `leader_election_master_status` for `lease`, the Lease this mode is elected by
+    /// (only with leader election on, as a Go provider reports it only then).
+    pub fn set_lease(&mut self, lease: impl Into<String>) {
+        self.lease = Some(lease.into());
     }
 
     /// The mode's queue (sources trigger keys on it).
@@ -152,15 +177,22 @@ impl<P: Reconcile, S: Source<P>> Controller<P, S> {
                 loop {
                     tick.tick().await;
                     metrics.set_queue(mode, queue.depth(), source.len());
+                    queue.report();
                 }
             }
         });
         let mut leading = false;
+        if let Some(lease) = &self.lease {
+            self.metrics.set_lease_held(lease, false);
+        }
         'outer: loop {
             let is_leader = *leader.borrow_and_update();
             if is_leader != leading {
                 leading = is_leader;
                 self.metrics.set_leader(mode, leading);
+                if let Some(lease) = &self.lease {
+                    self.metrics.set_lease_held(lease, leading);
+                }
                 self.platform.set_leader(mode, leading);
                 if leading {
                     tracing::info!(mode = mode.as_str(), "leading: reconciling every object");
@@ -204,6 +236,8 @@ impl<P: Reconcile, S: Source<P>> Controller<P, S> {
             };
             let reconciler = self.reconciler.clone();
             let queue = self.queue.clone();
+            let workers = reconciler.controller_metrics().clone();
+            workers.worker_started();
             running.spawn(async move {
                 // A panic here would be a bug in the runtime itself (the author's code is
                 // guarded inside); it must still not leave the key marked as running forever.
@@ -215,6 +249,7 @@ impl<P: Reconcile, S: Source<P>> Controller<P, S> {
                         Requeue::Backoff
                     });
                 queue.done(&key, requeue);
+                workers.worker_finished();
                 drop(permit);
             });
             while running.try_join_next().is_some() {}
@@ -230,5 +265,8 @@ impl<P: Reconcile, S: Source<P>> Controller<P, S> {
         while running.join_next().await.is_some() {}
         gauges.abort();
         self.metrics.set_leader(mode, false);
+        if let Some(lease) = &self.lease {
+            self.metrics.set_lease_held(lease, false);
+        }
     }
 }

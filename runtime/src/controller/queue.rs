@@ -12,6 +12,11 @@
 //! - transient failures back off per key, exponentially from [`BackoffPolicy::initial`] to
 //!   [`BackoffPolicy::max`], and a success resets the key's backoff;
 //! - after [`Queue::shutdown`] no key is handed out any more; running reconciles finish.
+//!
+//! With [`Queue::with_metrics`] it reports client-go's work queue metrics as controller-runtime
+//! registers them: a key counts as added when it becomes due (at once, or when its delay ran out)
+//! and is not due already; a delayed put-back counts as a retry; depth is the keys due and
+//! waiting; queue duration runs from due to handed out, work duration from handed out to done.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -20,6 +25,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use crate::ops::metrics::QueueMetrics;
 
 /// How per-key backoff grows after consecutive transient failures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,14 +88,38 @@ struct State<K> {
     failures: HashMap<K, u32>,
     seq: u64,
     shut_down: bool,
+    /// Where to report, if anywhere; the two maps below are kept only then.
+    metrics: Option<QueueMetrics>,
+    /// When each key due and waiting (queued, or dirty while running) became due.
+    due_since: HashMap<K, Instant>,
+    /// When each running key was handed out.
+    running_since: HashMap<K, Instant>,
 }
 
 impl<K: Clone + Eq + Hash + Ord> State<K> {
-    fn push_ready(&mut self, key: K) {
-        if self.running.contains(&key) {
-            self.dirty.insert(key);
+    /// Makes `key` due (it has been since `since`). Counted as an add unless it was due already;
+    /// a dirty key put back when its reconcile is done was counted when it became dirty.
+    fn push_ready(&mut self, key: K, since: Instant) {
+        let added = if self.running.contains(&key) {
+            self.dirty.insert(key.clone())
         } else if self.queued.insert(key.clone()) {
-            self.ready.push_back(key);
+            self.ready.push_back(key.clone());
+            true
+        } else {
+            false
+        };
+        if let Some(metrics) = &self.metrics {
+            self.due_since.entry(key).or_insert(since);
+            if added {
+                metrics.added();
+            }
+        }
+    }
+
+    /// Reports the depth: keys due and waiting for a worker.
+    fn report_depth(&self) {
+        if let Some(metrics) = &self.metrics {
+            metrics.set_depth(self.queued.len() + self.dirty.len());
         }
     }
 
@@ -133,6 +164,12 @@ impl<K: Clone + Eq + Hash + Ord> State<K> {
         if oversized(self.failures.len(), self.failures.capacity()) {
             self.failures.shrink_to(self.failures.len() * 2);
         }
+        if oversized(self.due_since.len(), self.due_since.capacity()) {
+            self.due_since.shrink_to(self.due_since.len() * 2);
+        }
+        if oversized(self.running_since.len(), self.running_since.capacity()) {
+            self.running_since.shrink_to(self.running_since.len() * 2);
+        }
     }
 
     /// Moves every delayed key whose deadline passed into `ready`; returns the next deadline.
@@ -143,7 +180,8 @@ impl<K: Clone + Eq + Hash + Ord> State<K> {
             }
             self.delayed.remove(&(at, seq, key.clone()));
             self.deadline.remove(&key);
-            self.push_ready(key);
+            // Due since its deadline, not since a worker came to look.
+            self.push_ready(key, at);
         }
         None
     }
@@ -180,9 +218,42 @@ impl<K: Clone + Eq + Hash + Ord + Send + 'static> Queue<K> {
                 failures: HashMap::new(),
                 seq: 0,
                 shut_down: false,
+                metrics: None,
+                due_since: HashMap::new(),
+                running_since: HashMap::new(),
             })),
             notify: Arc::new(Notify::new()),
             backoff,
+        }
+    }
+
+    /// Reports to `metrics` from now on (see the module documentation).
+    pub fn with_metrics(self, metrics: QueueMetrics) -> Self {
+        self.lock().metrics = Some(metrics);
+        self
+    }
+
+    /// Brings the reported metrics up to date with the clock: keys whose delay ran out count as
+    /// due although no worker looked yet (all busy), and the running keys' time so far
+    /// (`workqueue_unfinished_work_seconds`, `..._longest_running_processor_seconds`). Called
+    /// periodically, as client-go's queue does every 500 ms.
+    pub fn report(&self) {
+        let mut state = self.lock();
+        if state.metrics.is_none() {
+            return;
+        }
+        let now = Instant::now();
+        state.promote(now);
+        state.report_depth();
+        let (total, longest) = state
+            .running_since
+            .values()
+            .map(|since| now.saturating_duration_since(*since).as_secs_f64())
+            .fold((0.0, 0.0_f64), |(total, longest), s| {
+                (total + s, longest.max(s))
+            });
+        if let Some(metrics) = &state.metrics {
+            metrics.set_running(total, longest);
         }
     }
 
@@ -199,7 +270,8 @@ impl<K: Clone + Eq + Hash + Ord + Send + 'static> Queue<K> {
             if state.shut_down {
                 return;
             }
-            state.push_ready(key);
+            state.push_ready(key, Instant::now());
+            state.report_depth();
         }
         self.notify.notify_one();
     }
@@ -216,6 +288,9 @@ impl<K: Clone + Eq + Hash + Ord + Send + 'static> Queue<K> {
             }
             let at = Instant::now() + delay;
             state.schedule(key, at);
+            if let Some(metrics) = &state.metrics {
+                metrics.retried();
+            }
         }
         self.notify.notify_one();
     }
@@ -240,6 +315,15 @@ impl<K: Clone + Eq + Hash + Ord + Send + 'static> Queue<K> {
                     // The reconcile decides when this key is due next.
                     state.cancel_delay(&key);
                     state.running.insert(key.clone());
+                    if state.metrics.is_some() {
+                        let now = Instant::now();
+                        let since = state.due_since.remove(&key).unwrap_or(now);
+                        state.running_since.insert(key.clone(), now);
+                        if let Some(metrics) = &state.metrics {
+                            metrics.handed_out(now.saturating_duration_since(since).as_secs_f64());
+                        }
+                        state.report_depth();
+                    }
                     let more = !state.ready.is_empty();
                     drop(state);
                     if more {
@@ -268,6 +352,11 @@ impl<K: Clone + Eq + Hash + Ord + Send + 'static> Queue<K> {
         {
             let mut state = self.lock();
             state.running.remove(key);
+            if let Some(since) = state.running_since.remove(key)
+                && let Some(metrics) = &state.metrics
+            {
+                metrics.worked(since.elapsed().as_secs_f64());
+            }
             let delay = match requeue {
                 Requeue::Never => {
                     state.failures.remove(key);
@@ -287,12 +376,23 @@ impl<K: Clone + Eq + Hash + Ord + Send + 'static> Queue<K> {
             if state.shut_down {
                 return;
             }
+            if let Some(metrics) = &state.metrics
+                && delay.is_some_and(|d| !d.is_zero())
+            {
+                // controller-runtime puts the key back with AddAfter / AddRateLimited, a retry
+                // whether or not the key is dirty meanwhile.
+                metrics.retried();
+            }
             if state.dirty.remove(key) {
-                state.push_ready(key.clone());
+                // Counted as an add, and due since, when it was triggered while it ran.
+                if state.queued.insert(key.clone()) {
+                    state.ready.push_back(key.clone());
+                }
             } else if let Some(delay) = delay {
                 let at = Instant::now() + delay;
                 state.schedule(key.clone(), at);
             }
+            state.report_depth();
             state.shrink();
         }
         self.notify.notify_one();
@@ -305,9 +405,11 @@ impl<K: Clone + Eq + Hash + Ord + Send + 'static> Queue<K> {
         state.cancel_delay(key);
         state.failures.remove(key);
         state.dirty.remove(key);
+        state.due_since.remove(key);
         if state.queued.remove(key) {
             state.ready.retain(|k| k != key);
         }
+        state.report_depth();
     }
 
     /// Consecutive transient failures of `key`.
@@ -485,6 +587,79 @@ mod tests {
         assert_eq!(waiter.await.unwrap(), None);
         q.trigger("a".into());
         assert_eq!(next_now(&q).await, None);
+    }
+
+    /// The value of the series `series` in `metrics`' text.
+    fn sample(metrics: &crate::ops::Metrics, series: &str) -> f64 {
+        let text = metrics.encode();
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("{series} missing in\n{text}"))
+            .parse()
+            .unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reports_client_gos_work_queue_metrics() {
+        let metrics = crate::ops::Metrics::new();
+        let q = queue().with_metrics(metrics.controller("c").queue().clone());
+        let labels = r#"{name="c",controller="c"}"#;
+        let adds = format!("workqueue_adds_total{labels}");
+        let retries = format!("workqueue_retries_total{labels}");
+        let depth = r#"workqueue_depth{name="c",controller="c",priority=""}"#;
+        let latency = format!("workqueue_queue_duration_seconds_count{labels}");
+        let latency_sum = format!("workqueue_queue_duration_seconds_sum{labels}");
+        let work = format!("workqueue_work_duration_seconds_count{labels}");
+        let unfinished = format!("workqueue_unfinished_work_seconds{labels}");
+
+        q.trigger("a".into());
+        q.trigger("a".into());
+        q.trigger("b".into());
+        assert_eq!(
+            sample(&metrics, &adds),
+            2.0,
+            "a trigger of a due key is no add"
+        );
+        assert_eq!(sample(&metrics, depth), 2.0);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let a = next_now(&q).await.unwrap();
+        assert_eq!(sample(&metrics, depth), 1.0);
+        assert_eq!(sample(&metrics, &latency), 1.0);
+        assert!(
+            sample(&metrics, &latency_sum) >= 2.0,
+            "waited from its trigger"
+        );
+        q.trigger("a".into());
+        assert_eq!(
+            sample(&metrics, &adds),
+            3.0,
+            "triggered while running: an add"
+        );
+        assert_eq!(sample(&metrics, depth), 2.0);
+        tokio::time::advance(Duration::from_secs(3)).await;
+        q.report();
+        assert!(sample(&metrics, &unfinished) >= 3.0, "a has run for 3 s");
+        q.done(&a, Requeue::After(Duration::from_secs(10)));
+        assert_eq!(sample(&metrics, &work), 1.0);
+        assert_eq!(sample(&metrics, &retries), 1.0);
+        assert_eq!(
+            sample(&metrics, &adds),
+            3.0,
+            "the dirty key was counted already"
+        );
+
+        let first = next_now(&q).await.unwrap();
+        let second = next_now(&q).await.unwrap();
+        q.done(&first, Requeue::Never);
+        q.done(&second, Requeue::Backoff);
+        assert_eq!(sample(&metrics, &retries), 2.0);
+        assert_eq!(sample(&metrics, depth), 0.0);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        // No worker looked, yet the backed-off key is due: it counts.
+        q.report();
+        assert_eq!(sample(&metrics, depth), 1.0);
+        assert_eq!(sample(&metrics, &adds), 4.0);
+        assert_eq!(sample(&metrics, &unfinished), 0.0);
     }
 
     #[tokio::test(start_paused = true)]

@@ -33,11 +33,11 @@ use crate::controller::queue::Requeue;
 use crate::controller::source::Source;
 use crate::controller::status::{
     self, REASON_CLEANUP, REASON_DENIED, REASON_ERROR, REASON_INVALID, REASON_PANICKED,
-    REASON_TERMINATING, REASON_WAITING, Report,
+    REASON_TERMINATING, REASON_TIMED_OUT, REASON_WAITING, Report,
 };
 use crate::error::Error;
 use crate::openmcp::constants::{OPERATION_ANNOTATION, OPERATION_IGNORE, OPERATION_RECONCILE};
-use crate::ops::metrics::{Metrics, ReconcileResult};
+use crate::ops::metrics::{ControllerMetrics, ControllerResult, Metrics, ReconcileResult};
 use crate::outcome::{DEFAULT_WAIT, State};
 use crate::platform::{ConfigState, Platform};
 use crate::provider::{Reconcile, WorkloadCluster};
@@ -55,6 +55,12 @@ pub struct Options {
     /// Re-check interval while access is pending or being given back, as a safety net behind
     /// the request watches.
     pub access_recheck: Duration,
+    /// How long the author's `create_or_update` or `delete` may take before it is cancelled
+    /// (its future dropped) and the reconcile fails with reason `ReconcileTimedOut`, freeing
+    /// the worker; retried with backoff. `None` (the default, as controller-runtime's
+    /// `ReconciliationTimeout`): no limit. Code that blocks its thread instead of awaiting
+    /// cannot be cancelled; the reconcile still fails once it returns.
+    pub timeout: Option<Duration>,
 }
 
 impl Default for Options {
@@ -62,8 +68,19 @@ impl Default for Options {
         Options {
             access_status_after: Duration::from_secs(2),
             access_recheck: Duration::from_secs(30),
+            timeout: None,
         }
     }
+}
+
+/// How an author's call ended.
+enum AuthorCall<T> {
+    /// It returned.
+    Returned(T),
+    /// It panicked, with this payload.
+    Panicked(Box<dyn std::any::Any + Send>),
+    /// It ran past the timeout and was cancelled.
+    TimedOut(Duration),
 }
 
 /// What a reconcile achieved, for the queue and the metrics.
@@ -83,6 +100,7 @@ pub struct Reconciler<P: Reconcile, S: Source<P>> {
     source: Arc<S>,
     platform: Arc<Platform<P>>,
     metrics: Metrics,
+    controller_metrics: ControllerMetrics,
     options: Options,
     /// When each key started waiting for access.
     waiting_since: Mutex<HashMap<Identity, Instant>>,
@@ -96,13 +114,23 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         metrics: Metrics,
         options: Options,
     ) -> Self {
+        let controller_metrics = metrics.controller(&crate::controller::controller_name(
+            platform.provider_name(),
+            source.mode(),
+        ));
         Reconciler {
             source,
             platform,
             metrics,
+            controller_metrics,
             options,
             waiting_since: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The series of this mode's controller under controller-runtime's names.
+    pub fn controller_metrics(&self) -> &ControllerMetrics {
+        &self.controller_metrics
     }
 
     /// The mode's source.
@@ -134,6 +162,13 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         let elapsed = started.elapsed();
         self.metrics
             .reconciled(self.source.mode(), step.result, elapsed.as_secs_f64());
+        self.controller_metrics
+            .reconciled(controller_result(&step), elapsed.as_secs_f64());
+        match step.result {
+            ReconcileResult::panic => self.controller_metrics.panicked(),
+            ReconcileResult::timeout => self.controller_metrics.timed_out(),
+            _ => {}
+        }
         tracing::debug!(object = %id, result = ?step.result, requeue = ?step.requeue, elapsed_ms = elapsed.as_millis() as u64, "reconciled");
         step.requeue
     }
@@ -291,20 +326,22 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             Ok(cx) => cx,
             Err(err) => return self.fail(id, &object, &err, false).await,
         };
-        let result = AssertUnwindSafe(object.create_or_update(&cx))
-            .catch_unwind()
-            .await;
+        let result = self.call_author(object.create_or_update(&cx)).await;
         let poll = Self::poll_interval(&config);
         match result {
-            Err(panic) => {
+            AuthorCall::Panicked(panic) => {
                 self.panicked(id, &object, "create_or_update", panic, false)
                     .await
             }
-            Ok(Err(err)) => {
+            AuthorCall::TimedOut(limit) => {
+                self.timed_out(id, &object, "create_or_update", limit, false)
+                    .await
+            }
+            AuthorCall::Returned(Err(err)) => {
                 let err = self.source.classify(id, err);
                 self.fail(id, &object, &err, false).await
             }
-            Ok(Ok(outcome)) => {
+            AuthorCall::Returned(Ok(outcome)) => {
                 let (state, requeue, extra) = outcome.into_parts();
                 match state {
                     // `Done` and `Blocked` are `delete`'s; `create_or_update`'s type cannot
@@ -392,14 +429,19 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                     Ok(cx) => cx,
                     Err(err) => return self.fail(id, &object, &err, true).await,
                 };
-                let result = AssertUnwindSafe(object.delete(&cx)).catch_unwind().await;
+                let result = self.call_author(object.delete(&cx)).await;
                 match result {
-                    Err(panic) => return self.panicked(id, &object, "delete", panic, true).await,
-                    Ok(Err(err)) => {
+                    AuthorCall::Panicked(panic) => {
+                        return self.panicked(id, &object, "delete", panic, true).await;
+                    }
+                    AuthorCall::TimedOut(limit) => {
+                        return self.timed_out(id, &object, "delete", limit, true).await;
+                    }
+                    AuthorCall::Returned(Err(err)) => {
                         let err = self.source.classify(id, err);
                         return self.fail(id, &object, &err, true).await;
                     }
-                    Ok(Ok(outcome)) => {
+                    AuthorCall::Returned(Ok(outcome)) => {
                         let (state, requeue, extra) = outcome.into_parts();
                         match state {
                             State::Done | State::Ready => {}
@@ -610,6 +652,45 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             Requeue::Backoff
         };
         Step::new(result, requeue)
+    }
+
+    /// Runs an author's call: a panic is caught, and past [`Options::timeout`] the call is
+    /// cancelled (its future dropped), which frees the worker for other objects.
+    async fn call_author<T>(&self, call: impl std::future::Future<Output = T>) -> AuthorCall<T> {
+        let call = AssertUnwindSafe(call).catch_unwind();
+        let result = match self.options.timeout {
+            Some(limit) => match tokio::time::timeout(limit, call).await {
+                Ok(result) => result,
+                Err(_) => return AuthorCall::TimedOut(limit),
+            },
+            None => call.await,
+        };
+        match result {
+            Ok(value) => AuthorCall::Returned(value),
+            Err(panic) => AuthorCall::Panicked(panic),
+        }
+    }
+
+    async fn timed_out(
+        &self,
+        id: &Identity,
+        object: &P,
+        function: &str,
+        limit: Duration,
+        deleting: bool,
+    ) -> Step {
+        let message = format!(
+            "{function} did not finish within {} (the reconcile timeout) and was cancelled; retrying with backoff",
+            crate::duration::Duration(limit)
+        );
+        tracing::warn!(object = %id, %message, "the provider's code timed out");
+        let report = if deleting {
+            Report::terminating(REASON_TIMED_OUT, message)
+        } else {
+            Report::progressing(REASON_TIMED_OUT, message)
+        };
+        self.write_status(id, object, report, deleting).await;
+        Step::new(ReconcileResult::timeout, Requeue::Backoff)
     }
 
     async fn panicked(
@@ -844,6 +925,24 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                 .warning(&condition.reason, condition.message.clone())
                 .await;
         }
+    }
+}
+
+/// How a reconcile ended in controller-runtime's terms: a failure is an `error` (terminal when it
+/// is not retried), otherwise a delay the reconcile chose is `requeue_after`, and no delay is
+/// `success` (controller-runtime's `reconcileHandler`).
+fn controller_result(step: &Step) -> ControllerResult {
+    match step.result {
+        ReconcileResult::invalid => ControllerResult::Error { terminal: true },
+        ReconcileResult::error | ReconcileResult::panic | ReconcileResult::timeout => {
+            ControllerResult::Error { terminal: false }
+        }
+        _ => match step.requeue {
+            Requeue::After(_) => ControllerResult::RequeueAfter,
+            // Only failures back off; a success that did would still be a requeue after a delay.
+            Requeue::Backoff => ControllerResult::RequeueAfter,
+            Requeue::Never => ControllerResult::Success,
+        },
     }
 }
 

@@ -27,6 +27,8 @@ pub const REASON_ERROR: &str = "ReconcileError";
 pub const REASON_INVALID: &str = "InvalidUserInput";
 /// Reason: the author's code panicked.
 pub const REASON_PANICKED: &str = "ReconcilePanicked";
+/// Reason: the author's code did not finish within the reconcile timeout.
+pub const REASON_TIMED_OUT: &str = "ReconcileTimedOut";
 /// Reason: the tenant's cluster access is not granted yet.
 pub const REASON_WAITING: &str = "WaitingForAccess";
 /// Reason: the platform refused the tenant's cluster access.
