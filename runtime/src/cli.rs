@@ -553,6 +553,7 @@ impl<P: Reconcile> App<P> {
                 provider_config: self.dev_samples.0.clone(),
                 object: self.dev_samples.1.clone(),
             },
+            reconcile_timeout: self.reconcile_timeout,
         })
         .await
     }

@@ -60,6 +60,8 @@ pub struct DevOptions {
     pub health_addr: Option<SocketAddr>,
     /// The sample objects.
     pub samples: DevSamples,
+    /// The provider's reconcile timeout (`App::reconcile_timeout`), as `run` applies it.
+    pub reconcile_timeout: Option<std::time::Duration>,
 }
 
 /// Runs `dev` until Ctrl-C or SIGTERM.
@@ -110,6 +112,7 @@ pub async fn run<P: Reconcile>(options: DevOptions) -> Result<(), String> {
     let mut run_options = RunOptions::new(&options.provider_name, env.pod_namespace());
     run_options.metrics_addr = options.metrics_addr;
     run_options.health_addr = options.health_addr;
+    run_options.reconcile.timeout = options.reconcile_timeout;
     let mut runtime = Runtime::<P>::start(platform, run_options)
         .await
         .map_err(|e| format!("dev: {e}"))?;

@@ -73,6 +73,30 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
         let crds: Api<CustomResourceDefinition> = Api::all(common::admin(&env, ws));
         assert!(crds.get_opt("backups.velero.io").await.unwrap().is_some());
     }
+    // kcp mode's controller is `<provider>-kcp` in controller-runtime's metrics; each Ready
+    // object is due again at the poll interval (`requeue_after`), counted once it returned.
+    let metrics = common::eventually(
+        "kcp mode's reconciles to be counted",
+        common::TIMEOUT,
+        || async {
+            let metrics = runtime.metrics().encode();
+            let requeued: f64 = metrics
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix(
+                        r#"controller_runtime_reconcile_total{controller="velero-kcp",result="requeue_after"} "#,
+                    )
+                })?
+                .parse()
+                .ok()?;
+            (requeued >= 3.0).then_some(metrics)
+        },
+    )
+    .await;
+    assert!(
+        !metrics.contains(r#"controller="velero""#),
+        "standard mode does not run here, so it has no series:\n{metrics}"
+    );
     // The same object name in three workspaces: three tenants.
     assert_eq!(worker_namespaces.len(), 3);
     assert_eq!(source.engaged(), 3);
