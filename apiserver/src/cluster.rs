@@ -9,8 +9,8 @@ use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use http::{Request, Response};
-use hyper::body::Incoming;
 use parking_lot::Mutex;
 
 use crate::Error;
@@ -79,7 +79,7 @@ struct ClusterFrontend {
 impl Frontend for ClusterFrontend {
     fn serve(
         &self,
-        req: Request<Incoming>,
+        req: Request<Bytes>,
     ) -> Pin<Box<dyn Future<Output = Response<Body>> + Send + 'static>> {
         let target = self.target.clone();
         Box::pin(async move {

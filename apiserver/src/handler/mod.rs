@@ -183,7 +183,7 @@ pub(crate) fn has_protobuf(info: &ResourceInfo) -> bool {
 /// Largest request body accepted (kube-apiserver's limit is 3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
-/// Reads a request body.
+/// Reads a request body in full (the server does, before routing).
 pub(crate) async fn read_body(body: hyper::body::Incoming) -> ApiResult<Bytes> {
     let limited = http_body_util::Limited::new(body, MAX_BODY);
     match limited.collect().await {
@@ -207,11 +207,7 @@ pub(crate) async fn read_body(body: hyper::body::Incoming) -> ApiResult<Bytes> {
 }
 
 /// Handles one request for a resolved target. `path` is the request path below any routing prefix.
-pub async fn handle(
-    target: Target,
-    req: Request<hyper::body::Incoming>,
-    path: &str,
-) -> Response<Body> {
+pub async fn handle(target: Target, req: Request<Bytes>, path: &str) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let query = Query::parse(parts.uri.query());
     let ri = RequestInfo::parse(&parts.method, path, &query);
@@ -251,7 +247,7 @@ async fn handle_inner(
     headers: &HeaderMap,
     ri: &RequestInfo,
     query: &Query,
-    body: hyper::body::Incoming,
+    body: Bytes,
     negotiated: &mut Output,
 ) -> ApiResult<Response<Body>> {
     let path = ri.path.trim_end_matches('/');
@@ -347,11 +343,11 @@ async fn handle_inner(
         "get" => read::get(&cx),
         "list" => read::list(&cx),
         "watch" => watch::watch(&cx),
-        "create" => write::create(&cx, read_body(body).await?),
-        "update" => write::update(&cx, read_body(body).await?),
-        "patch" => write::patch(&cx, read_body(body).await?),
-        "delete" => write::delete(&cx, read_body(body).await?),
-        "deletecollection" => write::delete_collection(&cx, read_body(body).await?),
+        "create" => write::create(&cx, body),
+        "update" => write::update(&cx, body),
+        "patch" => write::patch(&cx, body),
+        "delete" => write::delete(&cx, body),
+        "deletecollection" => write::delete_collection(&cx, body),
         _ => Err(ApiError::new(
             405,
             "MethodNotAllowed",

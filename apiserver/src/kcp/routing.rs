@@ -7,8 +7,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
 
+use bytes::Bytes;
 use http::{Request, Response};
-use hyper::body::Incoming;
 
 use super::names;
 use super::server::KcpInner;
@@ -37,7 +37,7 @@ pub(crate) struct KcpFrontend {
 impl crate::server::Frontend for KcpFrontend {
     fn serve(
         &self,
-        req: Request<Incoming>,
+        req: Request<Bytes>,
     ) -> Pin<Box<dyn Future<Output = Response<Body>> + Send + 'static>> {
         let inner = self.inner.clone();
         let shard = self.shard;
@@ -64,7 +64,7 @@ fn split_segment(s: &str) -> (&str, String) {
     }
 }
 
-async fn route(inner: Arc<KcpInner>, this: usize, req: Request<Incoming>) -> Response<Body> {
+async fn route(inner: Arc<KcpInner>, this: usize, req: Request<Bytes>) -> Response<Body> {
     let path = req.uri().path().to_string();
     if let Some(rest) = path.strip_prefix("/clusters/") {
         let (x, below) = split_segment(rest);
@@ -91,7 +91,7 @@ async fn workspace(
     this: usize,
     x: &str,
     below: &str,
-    req: Request<Incoming>,
+    req: Request<Bytes>,
 ) -> Response<Body> {
     let Some(this_shard) = inner.shard(this) else {
         return error_response(&ApiError::service_unavailable("the shard is not running"));
@@ -132,7 +132,7 @@ fn access_not_permitted(
     inner: &Arc<KcpInner>,
     shard: &Arc<crate::shard::Shard>,
     below: &str,
-    req: Request<Incoming>,
+    req: Request<Bytes>,
 ) -> Response<Body> {
     let query = Query::parse(req.uri().query());
     let ri = RequestInfo::parse(req.method(), below, &query);
@@ -172,7 +172,7 @@ async fn virtual_workspace(
     inner: Arc<KcpInner>,
     this: usize,
     rest: &str,
-    req: Request<Incoming>,
+    req: Request<Bytes>,
 ) -> Response<Body> {
     // <exportCluster>/<export>/clusters/<*|name>/<below>
     let mut parts = rest.splitn(4, '/');

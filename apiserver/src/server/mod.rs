@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -23,10 +24,10 @@ use crate::handler::Body;
 /// What answers the requests of an endpoint: a routing layer that resolves the URL and calls the
 /// common handler (a plain cluster's router, kcp's workspace or virtual-workspace fronts).
 pub trait Frontend: Send + Sync + 'static {
-    /// Answers one request.
+    /// Answers one request, whose body has been read in full.
     fn serve(
         &self,
-        req: Request<Incoming>,
+        req: Request<Bytes>,
     ) -> Pin<Box<dyn Future<Output = Response<Body>> + Send + 'static>>;
 }
 
@@ -157,8 +158,19 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let svc = service_fn(move |req: Request<Incoming>| {
-        let fut = fe.serve(req);
-        async move { Ok::<_, Infallible>(fut.await) }
+        let fe = fe.clone();
+        async move {
+            // The body is read before any layer can answer: over HTTP/2 a response sent while the
+            // client is still sending resets the stream, and curl-like clients then see a stream
+            // error instead of the answer (a 404 for an unserved resource, a 401, a 403, kcp's
+            // routing errors).
+            let (parts, body) = req.into_parts();
+            let resp = match crate::handler::read_body(body).await {
+                Ok(body) => fe.serve(Request::from_parts(parts, body)).await,
+                Err(e) => crate::handler::response::error_response(&e),
+            };
+            Ok::<_, Infallible>(resp)
+        }
     });
     let builder = auto::Builder::new(TokioExecutor::new());
     let conn = builder.serve_connection(TokioIo::new(stream), svc);

@@ -14,8 +14,8 @@ use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use http::{Request, Response};
-use hyper::body::Incoming;
 use service_provider_apiserver::auth::{TokenIssuer, TokenIssuerConfig};
 use service_provider_apiserver::handler::response::error_response;
 use service_provider_apiserver::handler::{Body, Target};
@@ -47,7 +47,7 @@ struct HostFrontend {
 impl Frontend for HostFrontend {
     fn serve(
         &self,
-        req: Request<Incoming>,
+        req: Request<Bytes>,
     ) -> Pin<Box<dyn Future<Output = Response<Body>> + Send + 'static>> {
         let shard = self.shard.clone();
         Box::pin(async move {
