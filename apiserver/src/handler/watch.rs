@@ -24,8 +24,13 @@ use crate::store::{
     Event, EventType, StoreError, WatchFilter, WatchStart, WatchStream, watch_line,
 };
 
-/// How often a watch with `allowWatchBookmarks` gets a BOOKMARK.
-const BOOKMARK_EVERY: Duration = Duration::from_secs(5);
+/// How often a watch with `allowWatchBookmarks` gets a BOOKMARK: kube-apiserver's cacher sends
+/// one roughly every minute (`bookmarkFrequency`), and one 2 s before the watch's timeout
+/// (`cacheWatcher.nextBookmarkTime`), so that a client resuming after the timeout starts close
+/// to now.
+const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+/// How long before a watch's timeout its last bookmark comes.
+const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Watch lifetime when the client sets no `timeoutSeconds` (kube-apiserver: 30–60 min).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 /// Events batched into one chunk at most.
@@ -257,7 +262,20 @@ struct State {
     bookmarks: bool,
     deadline: tokio::time::Instant,
     last_rv: u64,
-    next_bookmark: tokio::time::Instant,
+    /// When the next bookmark is due; `None` once the pre-timeout one is sent.
+    next_bookmark: Option<tokio::time::Instant>,
+}
+
+/// The next bookmark after `now`: a minute later, or 2 s before the deadline if that comes first
+/// (none when that moment has passed), as kube-apiserver's `cacheWatcher.nextBookmarkTime`.
+fn next_bookmark(
+    now: tokio::time::Instant,
+    deadline: tokio::time::Instant,
+) -> Option<tokio::time::Instant> {
+    let heartbeat = now + BOOKMARK_EVERY;
+    let pre_timeout = deadline.checked_sub(BOOKMARK_BEFORE_TIMEOUT)?;
+    let at = heartbeat.min(pre_timeout);
+    (at > now).then_some(at)
 }
 
 fn stream_body(
@@ -291,17 +309,16 @@ fn stream_body(
         bookmarks,
         deadline: now + timeout,
         last_rv,
-        next_bookmark: now + BOOKMARK_EVERY,
+        next_bookmark: next_bookmark(now, now + timeout),
     };
     let head = futures::stream::iter(
         (!first.is_empty()).then(|| Ok::<_, std::convert::Infallible>(Frame::data(first.freeze()))),
     );
     let tail = futures::stream::unfold(state, |mut st| async move {
         loop {
-            let wake = if st.bookmarks {
-                st.deadline.min(st.next_bookmark)
-            } else {
-                st.deadline
+            let wake = match st.next_bookmark {
+                Some(b) if st.bookmarks => st.deadline.min(b),
+                _ => st.deadline,
             };
             tokio::select! {
                 ev = st.stream.rx.recv() => {
@@ -335,7 +352,7 @@ fn stream_body(
                     if tokio::time::Instant::now() >= st.deadline {
                         return None;
                     }
-                    st.next_bookmark = tokio::time::Instant::now() + BOOKMARK_EVERY;
+                    st.next_bookmark = next_bookmark(tokio::time::Instant::now(), st.deadline);
                     // Read the store's version before checking the queue: if the queue is empty then,
                     // every event up to that version has been delivered.
                     let shard = st.shard.upgrade()?;
