@@ -179,8 +179,123 @@ fn encode_continue(t: &ContinueToken) -> String {
         .encode(serde_json::to_vec(t).unwrap_or_default())
 }
 
-/// LIST with selectors and pagination.
+/// Which state of the store a list reads (kube-apiserver's `ListReadConsistency`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadAt {
+    /// The current state.
+    Now,
+    /// The current state, which must be at least this version.
+    NotOlderThan(u64),
+    /// The state at exactly this version (410 once the history no longer reaches back to it).
+    Exact(u64),
+    /// The snapshot of a continue token's first page.
+    Continue(u64),
+}
+
+fn forbidden(field: &str, message: &str) -> crate::error::Cause {
+    crate::error::Cause {
+        reason: "FieldValueForbidden".into(),
+        message: format!("Forbidden: {message}"),
+        field: field.into(),
+    }
+}
+
+/// Validates a list's `resourceVersion`, `resourceVersionMatch`, `continue` and
+/// `sendInitialEvents` as kube-apiserver's `ValidateListOptions` does (422 `ListOptions` with one
+/// cause per violation), before anything decodes them.
+fn validate_list_options(cx: &Ctx<'_>) -> ApiResult<()> {
+    let rv = cx.query.get("resourceVersion").unwrap_or("");
+    let rv_match = cx.query.get("resourceVersionMatch").unwrap_or("");
+    let cont = cx.query.get("continue").unwrap_or("");
+    let mut causes = Vec::new();
+    if !rv_match.is_empty() {
+        let field = "resourceVersionMatch";
+        if rv.is_empty() {
+            causes.push(forbidden(
+                field,
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        if !cont.is_empty() {
+            causes.push(forbidden(
+                field,
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if rv_match != "Exact" && rv_match != "NotOlderThan" {
+            causes.push(crate::error::Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!(
+                    "Unsupported value: {}: supported values: \"Exact\", \"NotOlderThan\", \"\"",
+                    crate::error::go_quote(rv_match)
+                ),
+                field: field.into(),
+            });
+        }
+        if rv_match == "Exact" && rv == "0" {
+            causes.push(forbidden(
+                field,
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+    }
+    if cx.query.get("sendInitialEvents").is_some() {
+        causes.push(forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", causes));
+    }
+    Ok(())
+}
+
+/// Which state a validated list reads.
+fn read_at(cx: &Ctx<'_>, token: Option<&ContinueToken>, limit: usize) -> ApiResult<ReadAt> {
+    let rv = cx.query.get("resourceVersion").unwrap_or("");
+    let rv_match = cx.query.get("resourceVersionMatch").unwrap_or("");
+    if let Some(t) = token {
+        if !rv.is_empty() && rv != "0" {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        return Ok(ReadAt::Continue(t.rv));
+    }
+    if rv.is_empty() || rv == "0" {
+        return Ok(ReadAt::Now);
+    }
+    let n = crate::meta::parse_rv(rv)?;
+    Ok(match rv_match {
+        "Exact" => ReadAt::Exact(n),
+        // A paginated list at a version without a match reads exactly that version (etcd3's
+        // legacy behaviour, kept by `ListReadConsistency`).
+        "" if limit > 0 => ReadAt::Exact(n),
+        _ => ReadAt::NotOlderThan(n),
+    })
+}
+
+/// 504 for a version the store has not reached, as kube-apiserver's watch cache answers once
+/// waiting for it timed out.
+fn too_large(requested: u64, current: u64) -> ApiError {
+    let mut e = ApiError::new(
+        504,
+        "Timeout",
+        format!("Too large resource version: {requested}, current: {current}"),
+    );
+    e.details = Some(json!({
+        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        "retryAfterSeconds": 1,
+    }));
+    e.retry_after = Some(1);
+    e
+}
+
+/// LIST with selectors and pagination. Every page of a paginated list is read from the snapshot
+/// of its first page, so objects created, changed or deleted between pages do not show.
 pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
+    validate_list_options(cx)?;
     let sel = Selectors::parse(cx)?;
     let limit: usize = match cx.query.get("limit") {
         None | Some("") => 0,
@@ -195,6 +310,17 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
         .filter(|c| !c.is_empty())
         .map(decode_continue)
         .transpose()?;
+    let at = read_at(cx, token.as_ref(), limit)?;
+    let store = cx.target.shard.store();
+    let current = store.current_rv();
+    let snapshot = match at {
+        ReadAt::Now => None,
+        ReadAt::NotOlderThan(rv) | ReadAt::Exact(rv) if rv > current => {
+            return Err(too_large(rv, current));
+        }
+        ReadAt::NotOlderThan(_) => None,
+        ReadAt::Exact(rv) | ReadAt::Continue(rv) => Some(rv),
+    };
     let cluster: Option<&str> = match &cx.target.cluster {
         ClusterScope::One(c) => Some(c),
         ClusterScope::Wildcard => None,
@@ -207,25 +333,38 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
     let after = token
         .as_ref()
         .map(|t| ObjKey::new(t.c.as_str().into(), &t.ns, &t.n));
+    // kube-apiserver counts the items after a page only when nothing filters them.
+    let count_rest = sel.label.is_empty() && sel.field.is_empty() && sel.visible.is_none();
     let mut items: Vec<Arc<StoredObject>> = Vec::new();
     let mut more = false;
+    let mut remaining: u64 = 0;
     let info = cx.info.clone();
-    let rv = cx
-        .target
-        .shard
-        .store()
-        .scan(&info.store, cluster, ns, after.as_ref(), |o| {
+    let list_rv = store
+        .scan_at(&info.store, snapshot, cluster, ns, after.as_ref(), |o| {
             if !sel.matches(&info, o) {
                 return true;
             }
             if limit > 0 && items.len() == limit {
                 more = true;
-                return false;
+                remaining += 1;
+                return count_rest;
             }
             items.push(o.clone());
             true
-        });
-    let list_rv = token.as_ref().map_or(rv, |t| t.rv);
+        })
+        .map_err(|e| match (e, at) {
+            (crate::store::StoreError::Expired { .. }, ReadAt::Continue(_)) => ApiError::new(
+                410,
+                "Expired",
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+            ),
+            (crate::store::StoreError::Expired { .. }, _) => ApiError::new(
+                410,
+                "Expired",
+                "The resourceVersion for the provided list is too old.",
+            ),
+            (e, _) => ApiError::internal(e),
+        })?;
     let cont = if more {
         items.last().map(|o| {
             encode_continue(&ContinueToken {
@@ -239,6 +378,7 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
         None
     };
     let rv_s = list_rv.to_string();
+    let remaining = (more && count_rest).then_some(remaining);
     match cx.output {
         Output::Table => {
             let vals: Vec<Value> = items
@@ -253,12 +393,19 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
                 cont.as_deref(),
                 true,
             );
+            let mut t = t;
+            if let Some(n) = remaining {
+                t["metadata"]["remainingItemCount"] = json!(n);
+            }
             Ok(value_response(200, &t, Output::Json))
         }
         Output::Metadata | Output::MetadataProtobuf => {
             let mut meta = json!({"resourceVersion": rv_s});
             if let Some(c) = &cont {
                 meta["continue"] = json!(c);
+            }
+            if let Some(n) = remaining {
+                meta["remainingItemCount"] = json!(n);
             }
             let l = json!({
                 "kind": "PartialObjectMetadataList",
@@ -276,6 +423,9 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
             let mut meta = json!({"resourceVersion": rv_s});
             if let Some(c) = &cont {
                 meta["continue"] = json!(c);
+            }
+            if let Some(n) = remaining {
+                meta["remainingItemCount"] = json!(n);
             }
             let l = json!({
                 "apiVersion": info.api_version(),
@@ -300,6 +450,9 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
                 buf.extend_from_slice(b",\"continue\":\"");
                 buf.extend_from_slice(c.as_bytes());
                 buf.push(b'"');
+            }
+            if let Some(n) = remaining {
+                buf.extend_from_slice(format!(",\"remainingItemCount\":{n}").as_bytes());
             }
             buf.extend_from_slice(b"},\"items\":[");
             for (i, o) in items.iter().enumerate() {

@@ -283,18 +283,88 @@ impl Store {
         cluster: Option<&str>,
         namespace: Option<&str>,
         after: Option<&ObjKey>,
-        mut f: impl FnMut(&Arc<StoredObject>) -> bool,
+        f: impl FnMut(&Arc<StoredObject>) -> bool,
     ) -> u64 {
+        self.scan_at(resource, None, cluster, namespace, after, f)
+            .unwrap_or_default()
+    }
+
+    /// [`Store::scan`] of the objects as they were at resourceVersion `at` (`None`, or a version not
+    /// older than the current one: as they are now), rebuilt from the retained history — the
+    /// snapshot a paginated list keeps serving from its first page on, as etcd serves every page
+    /// at the first page's revision. Returns the version the scan saw; [`StoreError::Expired`] when
+    /// the history no longer reaches back to `at`.
+    pub fn scan_at(
+        &self,
+        resource: &StoreKey,
+        at: Option<u64>,
+        cluster: Option<&str>,
+        namespace: Option<&str>,
+        after: Option<&ObjKey>,
+        mut f: impl FnMut(&Arc<StoredObject>) -> bool,
+    ) -> Result<u64, StoreError> {
         let inner = self.inner.read();
-        let Some(table) = inner.tables.get(resource) else {
-            return inner.rv;
-        };
+        let at = at.filter(|&rv| rv < inner.rv);
+        if let Some(rv) = at
+            && rv < inner.compacted
+        {
+            return Err(StoreError::Expired {
+                requested: rv,
+                oldest: inner.compacted + 1,
+            });
+        }
+        // The objects changed since `at`, with what they were at `at` (`None`: absent then).
+        let mut undo: BTreeMap<&ObjKey, Option<&Arc<StoredObject>>> = BTreeMap::new();
+        if let Some(rv) = at {
+            let idx = inner.history.partition_point(|e| e.rv <= rv);
+            // Newest first, so the oldest change after `at` — whose `prev` is the state at `at` —
+            // is the one that stays.
+            for e in inner.history.range(idx..).rev() {
+                if e.resource == *resource {
+                    let then = match e.kind {
+                        EventType::Added => None,
+                        EventType::Modified | EventType::Deleted => e.prev.as_ref(),
+                    };
+                    undo.insert(&e.object.key, then);
+                }
+            }
+        }
+        let scanned = at.unwrap_or(inner.rv);
+        let empty = Table::new();
+        let table = inner.tables.get(resource).unwrap_or(&empty);
         let lower = match (after, cluster) {
             (Some(a), _) => Bound::Excluded(a.clone()),
             (None, Some(c)) => Bound::Included(ObjKey::new(c.into(), namespace.unwrap_or(""), "")),
             (None, None) => Bound::Unbounded,
         };
-        for (k, o) in table.range((lower, Bound::Unbounded)) {
+        let mut now = table.range((lower.clone(), Bound::Unbounded)).peekable();
+        let lower_ref = match &lower {
+            Bound::Excluded(k) => Bound::Excluded(k),
+            Bound::Included(k) => Bound::Included(k),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let mut then = undo
+            .range::<&ObjKey, _>((lower_ref, Bound::Unbounded))
+            .peekable();
+        loop {
+            // Merge the current objects with the undone changes, in key order; where both have a
+            // key, the undone change says what it was at `at`.
+            let order = match (now.peek(), then.peek()) {
+                (None, None) => break,
+                (Some((n, _)), Some((t, _))) => (*n).cmp(*t),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+            };
+            if order == std::cmp::Ordering::Equal {
+                now.next();
+            }
+            let from_now = order == std::cmp::Ordering::Less;
+            let next = if from_now {
+                now.next().map(|(k, o)| (k, Some(o)))
+            } else {
+                then.next().map(|(k, o)| (*k, *o))
+            };
+            let Some((k, o)) = next else { break };
             if let Some(c) = cluster
                 && &*k.cluster != c
             {
@@ -308,11 +378,13 @@ impl Store {
                 }
                 continue;
             }
-            if !f(o) {
+            if let Some(o) = o
+                && !f(o)
+            {
                 break;
             }
         }
-        inner.rv
+        Ok(scanned)
     }
 
     /// Number of objects of a resource (all clusters).

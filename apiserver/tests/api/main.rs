@@ -8,6 +8,7 @@ mod crud;
 mod delete;
 mod discovery;
 mod faults;
+mod list;
 mod multi;
 mod protobuf;
 mod rbac;
