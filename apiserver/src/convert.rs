@@ -132,13 +132,25 @@ pub fn from_storage(info: &ResourceInfo, obj: Value) -> Value {
 
 /// Are the stored bytes already the served representation (same apiVersion, no field mapping)?
 ///
-/// Stored JSON has sorted keys, so `apiVersion` leads; checking the prefix avoids parsing.
+/// Stored JSON starts with `kind` and `apiVersion`, in Go's order
+/// ([`crate::meta::to_json_go_order`]); checking the prefix avoids parsing.
 pub fn stored_form_matches(info: &ResourceInfo, obj: &StoredObject) -> bool {
     if info.strategy == Strategy::EventsV1 {
         return false;
     }
-    const PREFIX: &[u8] = b"{\"apiVersion\":\"";
-    let Some(rest) = obj.bytes.strip_prefix(PREFIX) else {
+    const KIND: &[u8] = b"{\"kind\":\"";
+    const API_VERSION: &[u8] = b"\"apiVersion\":\"";
+    let Some(after_kind) = obj.bytes.strip_prefix(KIND) else {
+        return false;
+    };
+    // Kinds are plain identifiers: the next quote ends the string.
+    let Some(end) = after_kind.iter().position(|b| *b == b'"') else {
+        return false;
+    };
+    let Some(rest) = after_kind[end + 1..]
+        .strip_prefix(b",")
+        .and_then(|r| r.strip_prefix(API_VERSION))
+    else {
         return false;
     };
     // `<group>/<version>"` or `<version>"`, compared without building the string.
@@ -164,7 +176,7 @@ pub fn served_bytes(info: &ResourceInfo, obj: &StoredObject) -> Bytes {
         return obj.bytes.clone();
     }
     let v = from_storage(info, obj.value());
-    Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+    Bytes::from(crate::meta::to_json_go_order(&v).unwrap_or_default())
 }
 
 /// The stored object as a served JSON value.

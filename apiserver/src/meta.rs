@@ -136,3 +136,39 @@ pub fn quote_value(v: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// The keys Go's API types write first, in this order: `TypeMeta` (`kind`, `apiVersion`) is
+/// embedded first in every Kubernetes object and list, `metadata` follows it.
+const GO_FIRST_KEYS: [&str; 3] = ["kind", "apiVersion", "metadata"];
+
+/// An object as JSON with its top-level keys in the order kube-apiserver writes them — `kind`,
+/// `apiVersion`, `metadata`, then the rest — rather than serde_json's alphabetical order, so
+/// clients and people that read the bytes see what a real cluster sends.
+pub fn to_json_go_order(v: &Value) -> Result<Vec<u8>, serde_json::Error> {
+    let Value::Object(m) = v else {
+        return serde_json::to_vec(v);
+    };
+    let mut out = Vec::with_capacity(256);
+    out.push(b'{');
+    let mut first = true;
+    let mut write = |out: &mut Vec<u8>, k: &str, v: &Value| -> Result<(), serde_json::Error> {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, k)?;
+        out.push(b':');
+        serde_json::to_writer(&mut *out, v)
+    };
+    for k in GO_FIRST_KEYS {
+        if let Some(v) = m.get(k) {
+            write(&mut out, k, v)?;
+        }
+    }
+    for (k, v) in m {
+        if !GO_FIRST_KEYS.contains(&k.as_str()) {
+            write(&mut out, k, v)?;
+        }
+    }
+    out.push(b'}');
+    Ok(out)
+}

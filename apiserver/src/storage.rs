@@ -397,6 +397,11 @@ impl<'a> ClusterApi<'a> {
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
+        if info.namespaced && meta::meta_str(&obj, "namespace").is_none_or(str::is_empty) {
+            // EnsureObjectNamespaceMatchesRequestNamespace: an object without a namespace takes
+            // the request's.
+            metadata_mut(&mut obj).insert("namespace".into(), Value::String(ns.into()));
+        }
         let body_rv = match meta::meta_str(&obj, "resourceVersion") {
             Some(rv) if !rv.is_empty() => Some(meta::parse_rv(rv)?),
             _ => None,

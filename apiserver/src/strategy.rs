@@ -574,3 +574,26 @@ fn keep_old_except(old: &Value, new: &mut Value, parent: &str, field: &str) {
         }
     }
 }
+
+/// The built-in resources whose registry sets `ReturnDeletedObject`: a DELETE that removes one
+/// answers with the deleted object; every other resource, custom resources included, answers a
+/// `Status` naming it (genericregistry `Store.finalizeDelete`). Upstream, per registry:
+/// pkg/registry/core/{pod,serviceaccount,namespace,persistentvolume,persistentvolumeclaim,
+/// podtemplate,service}/storage/storage.go and pkg/registry/storage/storageclass/storage/storage.go.
+const RETURNS_DELETED_OBJECT: &[(&str, &str)] = &[
+    ("", "namespaces"),
+    ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"),
+    ("", "pods"),
+    ("", "podtemplates"),
+    ("", "serviceaccounts"),
+    ("", "services"),
+    ("storage.k8s.io", "storageclasses"),
+];
+
+/// Does a DELETE that removes an object of this resource answer with the object (else a
+/// `Status`)?
+pub fn returns_deleted_object(info: &ResourceInfo) -> bool {
+    info.strategy != crate::registry::Strategy::Custom
+        && RETURNS_DELETED_OBJECT.contains(&(info.group.as_str(), info.resource.as_str()))
+}

@@ -319,6 +319,11 @@ async fn handle_inner(
         &ri.name,
     );
     target.surface.authorize(target, &user, &attrs)?;
+    if !info.namespaced && !ri.namespace.is_empty() {
+        // A cluster-scoped resource has no routes below `/namespaces/<ns>/` (for custom
+        // resources: the CRD handler hands such requests to the 404 delegate).
+        return Err(ApiError::no_route());
+    }
     if info.namespaced && ri.namespace.is_empty() && !matches!(ri.verb.as_str(), "list" | "watch") {
         // Namespaced objects are addressed under `/namespaces/<ns>/`; the bare path only lists.
         return Err(ApiError::no_route());

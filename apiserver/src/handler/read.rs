@@ -439,10 +439,10 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
             // Assembled from the stored bytes: no object is parsed or re-serialized.
             let mut buf =
                 Vec::with_capacity(items.iter().map(|o| o.bytes.len() + 1).sum::<usize>() + 160);
-            buf.extend_from_slice(b"{\"apiVersion\":");
-            buf.extend_from_slice(&serde_json::to_vec(&info.api_version()).unwrap_or_default());
-            buf.extend_from_slice(b",\"kind\":");
+            buf.extend_from_slice(b"{\"kind\":");
             buf.extend_from_slice(&serde_json::to_vec(&info.list_kind).unwrap_or_default());
+            buf.extend_from_slice(b",\"apiVersion\":");
+            buf.extend_from_slice(&serde_json::to_vec(&info.api_version()).unwrap_or_default());
             buf.extend_from_slice(b",\"metadata\":{\"resourceVersion\":\"");
             buf.extend_from_slice(rv_s.as_bytes());
             buf.push(b'"');

@@ -65,7 +65,7 @@ pub fn value_response(code: u16, v: &Value, output: Output) -> Response<Body> {
     }
     bytes_response(
         code,
-        Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+        Bytes::from(crate::meta::to_json_go_order(v).unwrap_or_default()),
         output,
     )
 }

@@ -282,6 +282,19 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
             }],
         ));
     }
+    if fmt != BodyFormat::ApplyPatch && cx.query.get("force").is_some() {
+        // ValidatePatchOptions: `force` exists for apply patches only.
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            vec![Cause {
+                reason: "FieldValueForbidden".into(),
+                message: "Forbidden: may not be specified for non-apply patch".into(),
+                field: "force".into(),
+            }],
+        ));
+    }
     let force = cx.query.flag("force");
     let a = api(cx)?;
     let ns = cx.namespace();
@@ -430,7 +443,9 @@ pub(crate) fn delete(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
     let opts = delete_options(cx, &body)?;
     let a = api(cx)?.dry_run(cx.dry_run()? || dry_run_in_body(&body));
     match a.delete(&cx.info, cx.namespace(), &cx.ri.name, &opts)? {
-        Deleted::Gone(o) if cx.info.strategy != Strategy::Custom && cx.output != Output::Table => {
+        Deleted::Gone(o)
+            if !crate::strategy::returns_deleted_object(&cx.info) && cx.output != Output::Table =>
+        {
             let mut details = json!({"name": cx.ri.name, "kind": cx.info.resource, "uid": &*o.uid});
             if !cx.info.group.is_empty() {
                 details["group"] = json!(cx.info.group);

@@ -70,7 +70,8 @@ pub struct StoredObject {
 impl StoredObject {
     /// Serializes an object and extracts its indexed fields.
     pub fn build(key: ObjKey, rv: u64, v: &Value) -> Result<Self, StoreError> {
-        let bytes = serde_json::to_vec(v).map_err(|e| StoreError::Serialize(e.to_string()))?;
+        let bytes =
+            crate::meta::to_json_go_order(v).map_err(|e| StoreError::Serialize(e.to_string()))?;
         let meta = v.get("metadata");
         let str_of = |f: &str| {
             meta.and_then(|m| m.get(f))

@@ -13,3 +13,4 @@ mod multi;
 mod protobuf;
 mod rbac;
 mod watch;
+mod wire;
