@@ -6,13 +6,17 @@
 //! <provider> run       --environment E --verbosity INFO --provider-name N   (the openMCP Deployment)
 //!                      [--leader-elect=true] [--metrics-bind-address=:8080 --metrics-secure=false]
 //!                      [--kubeconfig F] [--health-probe-bind-address A] [--enable-http2]
-//!                      [--metrics-cert-path DIR] [--leader-election-id ID] …
+//!                      [--metrics-cert-path DIR] [--leader-election-id ID]
+//!                      [--reconcile-timeout D] …
 //!                      [--kcp-kubeconfig F [--apiexport-endpointslice N] [--provision-apiexport]
 //!                       [--shard-index I --shard-count N] …]                  (kcp mode)
 //! <provider> manifests --output DIR [--check]
 //! <provider> dev       [--kubeconfig-dir DIR]                               (local, embedded)
 //! <provider>           run, when a cluster is configured (--kubeconfig or in a pod); else dev
 //! ```
+//!
+//! Every command takes `--log-format json|text` (json by default, text for `dev`; see
+//! [`crate::logging`]).
 //!
 //! `init` and `run` take every flag a Go provider built from the service-provider-template takes,
 //! with the same defaults and meaning (`--metrics-bind-address` `0`, `--metrics-secure` `true`,
