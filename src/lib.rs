@@ -4,6 +4,62 @@
 //! [`Reconcile`] with two async functions; the runtime serves tenants on the onboarding cluster and
 //! in kcp workspaces. This crate is all an author depends on: the generated code reaches kube,
 //! k8s-openapi, schemars and serde through the re-exports below.
+//!
+//! ```no_run
+//! use service_provider::prelude::*;
+//!
+//! /// Velero backups for a tenant's control plane.
+//! #[service_provider(
+//!     group = "velero.services.open-control-plane.io",
+//!     version = "v1alpha1",
+//!     kind = "Velero",
+//!     config = VeleroConfig,
+//!     status = VeleroStatus,
+//!     workload_cluster = required,
+//!     kcp,
+//!     shortnames = ["vel"],
+//!     categories = ["openmcp"],
+//!     printcolumn(name = "Version", type = "string", json_path = ".spec.version"),
+//!     printcolumn(name = "Installed", type = "string", json_path = ".status.installedVersion", priority = 1),
+//! )]
+//! pub struct VeleroSpec {
+//!     /// Velero version; must be offered in ProviderConfig `spec.versions`.
+//!     pub version: String,
+//! }
+//!
+//! /// The platform operator's settings for Velero, beside the versions on offer.
+//! #[api_type]
+//! pub struct VeleroConfig {
+//!     /// Where the Velero images are pulled from.
+//!     pub image_repository: String,
+//! }
+//!
+//! /// Velero's own status fields.
+//! #[api_type]
+//! #[derive(Default, PartialEq)]
+//! pub struct VeleroStatus {
+//!     /// The Velero version running for this tenant.
+//!     pub installed_version: Option<String>,
+//! }
+//!
+//! impl Reconcile for Velero {
+//!     async fn create_or_update(&self, cx: &Context<Self>) -> Result<Outcome<VeleroStatus>, Error> {
+//!         let offered = cx.common().resolve_version(&self.spec.version)?;
+//!         let _workload = cx.workload(); // `&ClusterAccess`: `workload_cluster = required`
+//!         Ok(Outcome::ready().with_status(VeleroStatus {
+//!             installed_version: Some(offered.version.clone()),
+//!         }))
+//!     }
+//!     async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion<VeleroStatus>, Error> {
+//!         Ok(Deletion::done())
+//!     }
+//! }
+//!
+//! fn main() -> std::process::ExitCode {
+//!     service_provider::run::<Velero>()
+//! }
+//! ```
+//!
 
 pub use service_provider_macros::{api_type, service_provider};
 
