@@ -34,54 +34,53 @@ impl From<Duration> for std::time::Duration {
 impl FromStr for Duration {
     type Err = ParseDurationError;
 
-    /// Parses the subset of Go's `time.ParseDuration` that is not negative: a sequence of decimal
-    /// numbers, each with an optional fraction and a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`).
+    /// Parses what Go's `time.ParseDuration` takes, except negative durations: a sequence of
+    /// decimal numbers, each with an optional fraction and a unit (`ns`, `us`, `µs`, `ms`, `s`,
+    /// `m`, `h`), with kube's `metav1.Duration` parser ([`kube::core::Duration`]).
+    ///
+    /// kube's parser panics where Go returns an error (a sign inside the string multiplies by a
+    /// negative number; a term beyond `u64::MAX` seconds overflows) and takes `""` for zero, so
+    /// those inputs are refused before it sees them; to keep every sum in range, so are strings
+    /// longer than 64 bytes and numbers with more than 15 digits before the point.
     fn from_str(input: &str) -> Result<Self, Self::Err> {
         let err = |reason| ParseDurationError {
             input: input.to_owned(),
             reason,
         };
-        if input == "0" {
-            return Ok(Duration::default());
-        }
         if input.is_empty() {
             return Err(err("it is empty"));
         }
-        let mut rest = input;
-        let mut total_nanos: f64 = 0.0;
-        while !rest.is_empty() {
-            let number_len = rest
-                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-                .unwrap_or(rest.len());
-            if number_len == 0 {
-                return Err(err("expected a number"));
-            }
-            let number: f64 = rest[..number_len]
-                .parse()
-                .map_err(|_| err("a number is malformed"))?;
-            rest = &rest[number_len..];
-            let unit_len = rest
-                .find(|c: char| c.is_ascii_digit() || c == '.')
-                .unwrap_or(rest.len());
-            let nanos_per_unit = match &rest[..unit_len] {
-                "ns" => 1.0,
-                "us" | "µs" | "μs" => 1e3,
-                "ms" => 1e6,
-                "s" => 1e9,
-                "m" => 60e9,
-                "h" => 3600e9,
-                "" => return Err(err("a number has no unit")),
-                _ => return Err(err("unknown unit")),
-            };
-            rest = &rest[unit_len..];
-            total_nanos += number * nanos_per_unit;
+        if input.starts_with('-') {
+            return Err(err("it is negative"));
         }
-        if !total_nanos.is_finite() || total_nanos > u64::MAX as f64 {
+        if input.len() > 64 {
             return Err(err("it is too long"));
         }
-        Ok(Duration(std::time::Duration::from_nanos(
-            total_nanos.round() as u64,
-        )))
+        let mut integer_digits = 0;
+        let mut after_point = false;
+        for c in input.chars() {
+            match c {
+                '0' if integer_digits == 0 => {}
+                '0'..='9' if !after_point => integer_digits += 1,
+                '0'..='9' => {}
+                '.' => after_point = true,
+                '-' | '+' => return Err(err("write it without a sign")),
+                _ => (integer_digits, after_point) = (0, false),
+            }
+            if integer_digits > 15 {
+                return Err(err("it is too long"));
+            }
+        }
+        let parsed: kube::core::Duration = input.parse().map_err(|e| match e {
+            kube::core::duration::ParseError::InvalidUnit => err("unknown unit"),
+            kube::core::duration::ParseError::NoUnit => err("a number has no unit"),
+            _ => err("a number is malformed"),
+        })?;
+        let parsed = std::time::Duration::from(parsed);
+        if parsed.as_nanos() > i64::MAX as u128 {
+            return Err(err("it is too long"));
+        }
+        Ok(Duration(parsed))
     }
 }
 
@@ -175,7 +174,18 @@ mod tests {
 
     #[test]
     fn rejects_what_go_rejects() {
-        for input in ["", "10", "1x", "m", "-1s", "1 m"] {
+        for input in [
+            "",
+            "10",
+            "1x",
+            "m",
+            "-1s",
+            "1 m",
+            "+-1s",
+            "1h-1m",
+            "9999999999999999999h",
+            "2562048h",
+        ] {
             assert!(input.parse::<Duration>().is_err(), "{input}");
         }
     }

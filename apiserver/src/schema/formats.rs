@@ -466,62 +466,41 @@ fn valid_offset(h1: u8, h2: u8, m1: u8, m2: u8) -> bool {
         && (m1 - b'0') * 10 + (m2 - b'0') < 60
 }
 
-/// Go's `time.ParseDuration` in nanoseconds (`1h30m`, `-1.5s`, `300ms`, `0`).
+/// Go's `time.ParseDuration` in nanoseconds (`1h30m`, `-1.5s`, `300ms`, `0`), parsed by kube's
+/// `metav1.Duration` ([`kube::core::Duration`]).
+///
+/// kube's parser panics where Go returns an error (a sign inside the string, `1h-1m`, multiplies
+/// by a negative number; a term beyond `u64::MAX` seconds overflows `std::time::Duration`), and
+/// takes `""` and `-` for zero; those inputs are refused here before it sees them. So that no sum
+/// can overflow either, a string longer than 64 bytes or a number with more than 15 digits before
+/// its point is refused: Go takes such a number only in `ns`, `us` or `ms` (up to
+/// `9223372036854775807ns`), and no duration a person writes has one.
 pub(crate) fn parse_go_duration(s: &str) -> Option<i128> {
-    let (neg, mut rest) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: f64 = 0.0;
-    while !rest.is_empty() {
-        let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let (int_part, r) = rest.split_at(int_len);
-        let (frac_part, r) = match r.strip_prefix('.') {
-            Some(r2) => {
-                let n = r2.bytes().take_while(u8::is_ascii_digit).count();
-                (&r2[..n], &r2[n..])
-            }
-            None => ("", r),
-        };
-        if int_part.is_empty() && frac_part.is_empty() {
+    let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let mut integer_digits = 0;
+    let mut after_point = false;
+    for c in unsigned.chars() {
+        match c {
+            '0' if integer_digits == 0 => {}
+            '0'..='9' if !after_point => integer_digits += 1,
+            '0'..='9' => {}
+            '.' => after_point = true,
+            '-' | '+' => return None,
+            _ => (integer_digits, after_point) = (0, false),
+        }
+        if integer_digits > 15 {
             return None;
         }
-        let unit_len = r
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(r.len());
-        let (unit, r) = r.split_at(unit_len);
-        let mult: f64 = match unit {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        let num: f64 = format!(
-            "{}.{}",
-            if int_part.is_empty() { "0" } else { int_part },
-            if frac_part.is_empty() { "0" } else { frac_part }
-        )
-        .parse()
-        .ok()?;
-        total += num * mult;
-        rest = r;
     }
-    if total > i64::MAX as f64 {
+    if unsigned.is_empty() || s.len() > 64 {
         return None;
     }
-    // Rounded, not truncated: `0.3s` is 299999999.99999994 ns in f64.
-    let ns = total.round() as i128;
-    Some(if neg { -ns } else { ns })
+    let parsed: kube::core::Duration = s.parse().ok()?;
+    let nanos = i128::try_from(std::time::Duration::from(parsed).as_nanos()).ok()?;
+    if nanos > i128::from(i64::MAX) {
+        return None;
+    }
+    Some(if parsed.is_negative() { -nanos } else { nanos })
 }
 
 /// strfmt.IsDuration: Go durations, or anything containing a Scala-style `<n> <unit>`.
@@ -653,6 +632,26 @@ mod tests {
         }
         assert_eq!(parse_go_duration("1h30m"), Some(5_400_000_000_000));
         assert_eq!(parse_go_duration("-2ms"), Some(-2_000_000));
+        assert_eq!(parse_go_duration("0.3s"), Some(300_000_000));
+        assert_eq!(parse_go_duration("-0"), Some(0));
+        assert_eq!(
+            parse_go_duration("2562047h"),
+            Some(9_223_369_200_000_000_000)
+        );
+        // What Go refuses, and what would make kube's parser panic, is an error.
+        for bad in [
+            "",
+            "-",
+            "+-1s",
+            "1h-1m",
+            "1h+1m",
+            "2562048h",
+            "9999999999999999999h",
+            "1..5s",
+            "1s ",
+        ] {
+            assert_eq!(parse_go_duration(bad), None, "{bad}");
+        }
     }
 
     #[test]
