@@ -50,6 +50,7 @@ use crate::error::Error;
 use crate::init::{InitContext, InitHook, InitOptions};
 use crate::logging::LogFormat;
 use crate::manifests;
+use crate::logging::Verbosity;
 use crate::openmcp::constants::{ENV_POD_NAME, ENV_POD_NAMESPACE};
 use crate::ops::shutdown_signal;
 use crate::provider::Reconcile;
@@ -282,17 +283,6 @@ impl Default for RunArgs {
             kcp: Default::default(),
         }
     }
-}
-
-/// The `--verbosity` levels of the openMCP contract.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verbosity {
-    /// Everything, including each reconcile.
-    Debug,
-    /// What changed.
-    Info,
-    /// Errors only.
-    Error,
 }
 
 fn parse_verbosity(value: &str) -> Result<Verbosity, String> {

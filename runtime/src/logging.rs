@@ -16,7 +16,16 @@ use tracing_subscriber::fmt::format::{JsonFields, Writer};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormattedFields, MakeWriter};
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::cli::Verbosity;
+/// The `--verbosity` levels of the openMCP contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verbosity {
+    /// Everything, including each reconcile.
+    Debug,
+    /// What changed.
+    Info,
+    /// Errors only.
+    Error,
+}
 
 /// The filter for a verbosity: the runtime's own crates at that level, dependencies quieter.
 pub fn filter(verbosity: Verbosity) -> EnvFilter {
