@@ -26,5 +26,5 @@ pub fn kubeconfig(
         "current-context": name,
         "preferences": {},
     });
-    serde_yaml::to_string(&doc).unwrap_or_default()
+    serde_norway::to_string(&doc).unwrap_or_default()
 }

@@ -76,7 +76,7 @@ pub fn apply(
     force: bool,
     sub: Option<&str>,
 ) -> ApiResult<Value> {
-    let applied: Value = serde_yaml::from_slice(body)
+    let applied: Value = serde_norway::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     let av = info.api_version();
     let now = crate::meta::now_rfc3339();

@@ -20,7 +20,7 @@ use crate::velero::Velero;
 const LIFETIME: Duration = Duration::from_secs(15);
 
 fn token_of(kubeconfig: &str) -> String {
-    let parsed: serde_json::Value = serde_yaml::from_str(kubeconfig).expect("kubeconfig YAML");
+    let parsed: serde_json::Value = serde_norway::from_str(kubeconfig).expect("kubeconfig YAML");
     parsed["users"][0]["user"]["token"]
         .as_str()
         .expect("a token")

@@ -12,7 +12,7 @@ use crate::velero::{self, Velero};
 fn read_yaml(path: &std::path::Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{} was not written: {e}", path.display()));
-    serde_yaml::from_str(&text).unwrap()
+    serde_norway::from_str(&text).unwrap()
 }
 
 /// Applies `object` as the platform operator would (`kubectl apply --server-side`) and returns

@@ -51,7 +51,7 @@ fn metadata(name: &str, extra_labels: &Map<String, Value>) -> Value {
 /// Both lists, built once. The YAML is part of the binary and `embedded_policy_parses` covers it.
 static POLICY: LazyLock<(Vec<Value>, Vec<Value>)> = LazyLock::new(|| {
     let policy: Policy =
-        serde_yaml::from_str(POLICY_YAML).expect("the embedded bootstrap-policy.yaml is valid");
+        serde_norway::from_str(POLICY_YAML).expect("the embedded bootstrap-policy.yaml is valid");
     let mut roles: Vec<Value> = policy
         .cluster_roles
         .iter()
@@ -173,7 +173,7 @@ mod tests {
 
     #[test]
     fn embedded_policy_parses() {
-        let policy: Result<Policy, _> = serde_yaml::from_str(POLICY_YAML);
+        let policy: Result<Policy, _> = serde_norway::from_str(POLICY_YAML);
         assert!(policy.is_ok(), "{:?}", policy.err());
         let names: Vec<String> = cluster_roles()
             .iter()

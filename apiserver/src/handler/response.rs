@@ -30,7 +30,7 @@ pub fn bytes_response(code: u16, json: Bytes, output: Output) -> Response<Body> 
     let body = if output == Output::Yaml {
         match serde_json::from_slice::<Value>(&json)
             .ok()
-            .and_then(|v| serde_yaml::to_string(&v).ok())
+            .and_then(|v| serde_norway::to_string(&v).ok())
         {
             Some(y) => Bytes::from(y),
             None => json,

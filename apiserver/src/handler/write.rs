@@ -28,7 +28,7 @@ fn decode(cx: &Ctx<'_>, body: &Bytes) -> ApiResult<Value> {
         ));
     }
     match fmt {
-        BodyFormat::Yaml => serde_yaml::from_slice(body)
+        BodyFormat::Yaml => serde_norway::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}"))),
         BodyFormat::Protobuf => {
             crate::protobuf::decode(body).map_err(|e| ApiError::bad_request(e.to_string()))
@@ -369,7 +369,7 @@ fn delete_options(cx: &Ctx<'_>, body: &Bytes) -> ApiResult<DeleteOptions> {
                 .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
         } else {
             serde_json::from_slice(body)
-                .or_else(|_| serde_yaml::from_slice(body))
+                .or_else(|_| serde_norway::from_slice(body))
                 .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
         };
         if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {

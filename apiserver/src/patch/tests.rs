@@ -532,7 +532,7 @@ fn generated_manifests_apply_server_side() {
     let mut crds = 0;
     for file in files {
         let text = std::fs::read_to_string(&file).expect("manifest is readable");
-        let doc: Value = serde_yaml::from_str(&text).expect("manifest is YAML");
+        let doc: Value = serde_norway::from_str(&text).expect("manifest is YAML");
         let (shape, api_version) = match doc["kind"].as_str() {
             Some("CustomResourceDefinition") => (&crd_shape, "apiextensions.k8s.io/v1"),
             Some("ClusterRole") => (&role_shape, "rbac.authorization.k8s.io/v1"),

@@ -202,7 +202,7 @@ impl ProviderWorkspace {
             "current-context": cluster,
         });
         // A JSON value of strings and objects always serializes.
-        serde_yaml::to_string(&kubeconfig)
+        serde_norway::to_string(&kubeconfig)
             .unwrap_or_default()
             .into_bytes()
     }
