@@ -29,6 +29,7 @@ pub mod outcome;
 pub mod platform;
 pub mod provider;
 pub mod provider_config;
+pub mod queue;
 pub mod rbac;
 pub mod runner;
 pub mod standard;

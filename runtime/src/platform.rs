@@ -26,8 +26,6 @@ use tokio_util::sync::CancellationToken;
 use crate::access::clients::ClientFactory;
 use crate::access::{AccessManager, KubeconfigStore};
 use crate::cache::{Cache, Change, ObjectKey, WatchHealth, compact_meta, reflect};
-use crate::controller::Triggers;
-use crate::controller::status::{merge_patch, set_condition};
 use crate::openmcp::clusters::RequestStatus;
 use crate::openmcp::constants::{
     MANAGED_BY_LABEL, MANAGED_PURPOSE_LABEL, ONBOARDING_NAME_LABEL, ONBOARDING_NAMESPACE_LABEL,
@@ -36,6 +34,8 @@ use crate::openmcp::naming::label_value;
 use crate::openmcp::{AccessRequest, ClusterRequest};
 use crate::provider::ServiceProvider;
 use crate::provider_config::{ProviderConfigResource, ProviderConfigStatus};
+use crate::queue::Triggers;
+use crate::status::write::{merge_patch, set_condition};
 
 /// Where the ProviderConfig stands.
 #[derive(Debug)]
@@ -302,7 +302,7 @@ impl<P: ServiceProvider> Platform<P> {
         new.observed_generation = raw.metadata.generation;
         set_condition(
             &mut new.conditions,
-            crate::controller::status::READY,
+            crate::status::write::READY,
             ok,
             reason,
             &message,

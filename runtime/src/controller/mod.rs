@@ -1,14 +1,11 @@
-//! The reconcile core shared by every mode: a work queue keyed by [`Identity`], a pool of
-//! workers that run the reconcile algorithm on it while this replica leads the mode, and the
-//! triggers through which watches put keys into the queue.
+//! The reconcile core shared by every mode: a pool of workers that run the reconcile algorithm on
+//! the mode's work queue ([`crate::queue`]) while this replica leads the mode.
 
-pub mod queue;
 pub mod reconciler;
 pub mod source;
-pub mod status;
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -20,74 +17,10 @@ use crate::context::{Identity, Mode};
 use crate::ops::metrics::Metrics;
 use crate::platform::Platform;
 use crate::provider::Reconcile;
+use crate::queue::{BackoffPolicy, Queue, Requeue};
 
-pub use queue::{BackoffPolicy, Queue, Requeue};
 pub use reconciler::{Options, Reconciler};
 pub use source::{Refusal, Source};
-
-type KeysFn = Arc<dyn Fn() -> Vec<Identity> + Send + Sync>;
-
-struct Target {
-    mode: Mode,
-    queue: Queue<Identity>,
-    keys: KeysFn,
-}
-
-/// Routes triggers to the queue of the mode an [`Identity`] belongs to. Cheap to clone.
-#[derive(Clone, Default)]
-pub struct Triggers {
-    targets: Arc<RwLock<Vec<Target>>>,
-}
-
-impl std::fmt::Debug for Triggers {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Triggers").finish_non_exhaustive()
-    }
-}
-
-impl Triggers {
-    /// Routes keys of `mode` to `queue`; `keys` lists every object of the mode.
-    pub fn register(
-        &self,
-        mode: Mode,
-        queue: Queue<Identity>,
-        keys: impl Fn() -> Vec<Identity> + Send + Sync + 'static,
-    ) {
-        self.targets
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Target {
-                mode,
-                queue,
-                keys: Arc::new(keys),
-            });
-    }
-
-    /// Reconcile `id` soon.
-    pub fn trigger(&self, id: Identity) {
-        let mode = id.mode();
-        let targets = self.targets.read().unwrap_or_else(|e| e.into_inner());
-        if let Some(target) = targets.iter().find(|t| t.mode == mode) {
-            target.queue.trigger(id);
-        }
-    }
-
-    /// Reconcile every object of every mode soon (the ProviderConfig changed).
-    pub fn trigger_all(&self) {
-        let targets: Vec<(Queue<Identity>, KeysFn)> = self
-            .targets
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|t| (t.queue.clone(), t.keys.clone()))
-            .collect();
-        for (queue, keys) in targets {
-            for id in keys() {
-                queue.trigger(id);
-            }
-        }
-    }
-}
 
 /// The name of a mode's controller: its `controller` label in controller-runtime's metrics and
 /// its work queue's name. Standard mode's is the provider's name, as the Go runtime names its

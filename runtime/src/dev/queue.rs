@@ -1,5 +1,5 @@
 //! The simulated operator's workers: they take keys from the runtime's own work queue
-//! ([`crate::controller::queue::Queue`]) — one queue for every kind the operator handles, because
+//! ([`crate::queue::Queue`]) — one queue for every kind the operator handles, because
 //! any watch event may wake any key (a granted ClusterRequest wakes the AccessRequests waiting on
 //! it).
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::controller::queue::{BackoffPolicy, Queue, Requeue};
+use crate::queue::{BackoffPolicy, Queue, Requeue};
 
 /// What handling a key asks for next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,7 +27,6 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::controller::queue::Queue;
 use crate::dev::DevError;
 use crate::dev::hosting::{ClusterHandle, Hosting, SharedHost};
 use crate::openmcp::constants::{
@@ -35,6 +34,7 @@ use crate::openmcp::constants::{
     OPERATION_RECONCILE, PURPOSE_ONBOARDING, PURPOSE_PLATFORM,
 };
 use crate::openmcp::{AccessRequest, Cluster, ClusterRequest, ControlPlane, ServiceProvider};
+use crate::queue::Queue;
 
 pub use controlplane::CONTROLLER_NAME as CONTROL_PLANE_CONTROLLER;
 

@@ -1,5 +1,7 @@
 //! The status every Service API object carries, written by the runtime and never by the author.
 
+pub mod write;
+
 use std::fmt::Debug;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;

@@ -1,4 +1,5 @@
-//! The work queue: which keys are due for a reconcile, when, and how often they may fail.
+//! The work queue: which keys are due for a reconcile, when, and how often they may fail; and the
+//! [`Triggers`] through which watches put keys into the queue of their mode.
 //!
 //! Written here rather than taken from kube-runtime because kube-runtime's scheduler keys work by
 //! `ObjectRef` (namespace and name), which cannot tell apart two objects of the same name in two
@@ -20,12 +21,13 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::context::{Identity, Mode};
 use crate::ops::metrics::QueueMetrics;
 
 /// How per-key backoff grows after consecutive transient failures.
@@ -440,6 +442,70 @@ impl<K: Clone + Eq + Hash + Ord + Send + 'static> Queue<K> {
     /// Whether [`shutdown`](Self::shutdown) was called.
     pub fn is_shut_down(&self) -> bool {
         self.lock().shut_down
+    }
+}
+
+type KeysFn = Arc<dyn Fn() -> Vec<Identity> + Send + Sync>;
+
+struct Target {
+    mode: Mode,
+    queue: Queue<Identity>,
+    keys: KeysFn,
+}
+
+/// Routes triggers to the queue of the mode an [`Identity`] belongs to. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Triggers {
+    targets: Arc<RwLock<Vec<Target>>>,
+}
+
+impl std::fmt::Debug for Triggers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Triggers").finish_non_exhaustive()
+    }
+}
+
+impl Triggers {
+    /// Routes keys of `mode` to `queue`; `keys` lists every object of the mode.
+    pub fn register(
+        &self,
+        mode: Mode,
+        queue: Queue<Identity>,
+        keys: impl Fn() -> Vec<Identity> + Send + Sync + 'static,
+    ) {
+        self.targets
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Target {
+                mode,
+                queue,
+                keys: Arc::new(keys),
+            });
+    }
+
+    /// Reconcile `id` soon.
+    pub fn trigger(&self, id: Identity) {
+        let mode = id.mode();
+        let targets = self.targets.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(target) = targets.iter().find(|t| t.mode == mode) {
+            target.queue.trigger(id);
+        }
+    }
+
+    /// Reconcile every object of every mode soon (the ProviderConfig changed).
+    pub fn trigger_all(&self) {
+        let targets: Vec<(Queue<Identity>, KeysFn)> = self
+            .targets
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|t| (t.queue.clone(), t.keys.clone()))
+            .collect();
+        for (queue, keys) in targets {
+            for id in keys() {
+                queue.trigger(id);
+            }
+        }
     }
 }
 
