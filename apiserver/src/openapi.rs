@@ -14,9 +14,6 @@ use crate::handler::response::{Body, bytes_response, value_response};
 use crate::handler::{ClusterScope, Target};
 use crate::schema::{OpenApiDocuments, OpenApiResource};
 
-/// The Kubernetes version the documents describe.
-const KUBE_VERSION: &str = "v1.33.0";
-
 type Cache = HashMap<(usize, String, Arc<str>), (u64, Arc<OpenApiDocuments>)>;
 
 /// Documents by (shard address and name, logical cluster), with the registry generation they were built at.
@@ -55,7 +52,9 @@ fn documents(t: &Target) -> Arc<OpenApiDocuments> {
             scale: i.scale.is_some(),
         })
         .collect();
-    let docs = Arc::new(OpenApiDocuments::build(&resources, KUBE_VERSION));
+    // The documents describe the Kubernetes version whose API is served.
+    let version = format!("v{}.0", crate::builtin::KUBERNETES_VERSION);
+    let docs = Arc::new(OpenApiDocuments::build(&resources, &version));
     CACHE.lock().insert(key, (generation, docs.clone()));
     docs
 }

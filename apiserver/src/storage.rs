@@ -127,7 +127,47 @@ impl<'a> ClusterApi<'a> {
             let w = v.decode(obj, self.field_validation)?;
             self.warnings.borrow_mut().extend(w);
         }
-        Ok(())
+        crate::validation::builtin::check_bytes(info, obj).map_err(|detail| {
+            ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {detail}",
+                info.kind, info.version, info.kind
+            ))
+        })
+    }
+
+    /// Gives a Service the node ports it needs, refusing requested ones that are out of range or
+    /// held by another Service of this cluster (kube-apiserver's NodePort allocator). The store
+    /// is scanned rather than an allocation bitmap kept, since Services are few.
+    fn allocate_node_ports(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        obj: &mut Value,
+        old: Option<&Value>,
+    ) -> ApiResult<()> {
+        if info.strategy != Strategy::Service {
+            return Ok(());
+        }
+        let mut used = std::collections::HashSet::new();
+        self.shard
+            .store()
+            .scan(&info.store, Some(&self.cluster), None, None, |o| {
+                if (&*o.key.namespace, &*o.key.name) != (ns, name)
+                    && let Ok(v) = serde_json::from_slice::<Value>(&o.bytes)
+                {
+                    used.extend(crate::validation::builtin::node_ports(&v));
+                }
+                true
+            });
+        crate::validation::builtin::allocate_node_ports(obj, old, &used).map_err(|errs| {
+            ApiError::invalid(
+                &info.group,
+                &info.kind,
+                name,
+                errs.iter().map(crate::validation::cause).collect(),
+            )
+        })
     }
 
     /// The field manager recorded for writes made with [`ClusterApi::create`], [`ClusterApi::update`]
@@ -309,6 +349,7 @@ impl<'a> ClusterApi<'a> {
             }
             let name = meta::meta_str(&obj, "name").unwrap_or_default().to_string();
             strategy::prepare_create(info, &mut obj, ns);
+            self.allocate_node_ports(info, ns, &name, &mut obj, None)?;
             self.admit(
                 Operation::Create,
                 info,
@@ -495,6 +536,7 @@ impl<'a> ClusterApi<'a> {
         let old = convert::served_value(info, cur);
         self.decode(info, &mut obj)?;
         strategy::prepare_update(info, &mut obj, &old, sub);
+        self.allocate_node_ports(info, ns, name, &mut obj, Some(&old))?;
         self.admit(
             Operation::Update,
             info,

@@ -51,7 +51,10 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Value, namespace: &str) {
             obj["status"] = json!({"phase": "Active"});
         }
         Strategy::Secret => fold_string_data(obj),
-        Strategy::Service => default_service(obj),
+        Strategy::Service => {
+            normalize_cluster_ips(obj, None);
+            default_service(obj);
+        }
         Strategy::Deployment => {
             default_deployment(obj);
             obj["status"] = json!({});
@@ -180,13 +183,7 @@ pub fn prepare_update(
         }
         Strategy::Secret => fold_string_data(new),
         Strategy::Service => {
-            // The allocated cluster IP is kept when an update omits it.
-            if new.pointer("/spec/clusterIP").is_none()
-                && let Some(ip) = old.pointer("/spec/clusterIP").cloned()
-            {
-                new["spec"]["clusterIP"] = ip.clone();
-                new["spec"]["clusterIPs"] = json!([ip]);
-            }
+            normalize_cluster_ips(new, Some(old));
             default_service(new);
         }
         Strategy::Deployment => default_deployment(new),
@@ -252,6 +249,11 @@ pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Ca
     if info.strategy == Strategy::Crd {
         causes.extend(crate::controllers::crd::validate(obj, old));
     }
+    causes.extend(
+        crate::validation::builtin::validate(info, obj, old)
+            .iter()
+            .map(crate::validation::cause),
+    );
     if info.strategy == Strategy::Deployment
         && let Some(r) = obj.pointer("/spec/replicas").and_then(Value::as_i64)
         && r < 0
@@ -306,9 +308,61 @@ fn set_default(obj: &mut Value, ptr: &str, v: Value) {
     }
 }
 
+/// Relates `spec.clusterIP` and `spec.clusterIPs` as kube-apiserver's Service strategy does
+/// (pkg/registry/core/service/strategy.go `NormalizeClusterIPs`, and the REST storage's
+/// `patchAllocatedValues`): a client that sets only the singular field gets the plural one, and
+/// an update that omits both keeps the allocated addresses.
+fn normalize_cluster_ips(new: &mut Value, old: Option<&Value>) {
+    let ip_of = |v: &Value| {
+        v.pointer("/spec/clusterIP")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let ips_of = |v: &Value| {
+        v.pointer("/spec/clusterIPs")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (ip, ips) = (ip_of(new), ips_of(new));
+    match old {
+        None => {
+            if !ip.is_empty() && ips.is_empty() {
+                new["spec"]["clusterIPs"] = json!([ip]);
+            }
+        }
+        Some(old) => {
+            let (old_ip, old_ips) = (ip_of(old), ips_of(old));
+            let external =
+                new.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName");
+            if ip.is_empty() && ips.is_empty() && !external && !old_ip.is_empty() {
+                new["spec"]["clusterIP"] = json!(old_ip);
+                new["spec"]["clusterIPs"] = json!(old_ips);
+            } else if ips.is_empty() && ip == old_ip && !old_ips.is_empty() {
+                new["spec"]["clusterIPs"] = json!(old_ips);
+            } else if !ip.is_empty() && ip != old_ip && ips == old_ips {
+                new["spec"]["clusterIPs"] = json!([ip]);
+            }
+        }
+    }
+}
+
 fn default_service(obj: &mut Value) {
     set_default(obj, "/spec/type", json!("ClusterIP"));
     set_default(obj, "/spec/sessionAffinity", json!("None"));
+    // pkg/apis/core/v1/defaults.go SetDefaults_Service.
+    let ty = obj
+        .pointer("/spec/type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if ty == "NodePort" || ty == "LoadBalancer" {
+        set_default(obj, "/spec/externalTrafficPolicy", json!("Cluster"));
+    }
+    if ty == "LoadBalancer" {
+        set_default(obj, "/spec/allocateLoadBalancerNodePorts", json!(true));
+    }
     let headless_or_external =
         obj.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName");
     if !headless_or_external {
@@ -467,11 +521,19 @@ fn default_pod_spec(obj: &mut Value, ptr: &str) {
         json!("default-scheduler"),
     );
     set_default(obj, &format!("{ptr}/securityContext"), json!({}));
-    if let Some(cs) = obj
-        .pointer_mut(&format!("{ptr}/containers"))
-        .and_then(Value::as_array_mut)
-    {
+    for list in ["initContainers", "containers"] {
+        let Some(cs) = obj
+            .pointer_mut(&format!("{ptr}/{list}"))
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
         for c in cs {
+            if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+                for p in ports {
+                    set_default(p, "/protocol", json!("TCP"));
+                }
+            }
             set_default(c, "/terminationMessagePath", json!("/dev/termination-log"));
             set_default(c, "/terminationMessagePolicy", json!("File"));
             let latest = c

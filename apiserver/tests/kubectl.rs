@@ -340,9 +340,13 @@ fn workdir(c: &Cluster, what: &str) -> (PathBuf, Kubectl) {
     (dir, k)
 }
 
-/// Every `kubectl create` generator sends its object and reads the answer in protobuf (kubectl's
-/// typed clients ask for `application/vnd.kubernetes.protobuf`); each object is then read back as
-/// JSON to show that what kubectl meant arrived.
+/// Every `kubectl create` generator of kubectl 1.33 (`kubectl create --help`: clusterrole,
+/// clusterrolebinding, configmap, cronjob, deployment, ingress, job, namespace,
+/// poddisruptionbudget, priorityclass, quota, role, rolebinding, secret docker-registry|generic|tls,
+/// service clusterip|externalname|loadbalancer|nodeport, serviceaccount, token) sends its object
+/// and reads the answer in protobuf (kubectl's typed clients ask for
+/// `application/vnd.kubernetes.protobuf`); each object is then read back as JSON to show that
+/// what kubectl meant arrived.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_generators_speak_protobuf() {
     if !kubectl_available() {
@@ -531,6 +535,83 @@ async fn kubectl_create_generators_speak_protobuf() {
             "{.spec.externalName}",
             "example.com",
         ),
+        (
+            &["job", "once", "-n", "gen", "--image=busybox", "--", "date"],
+            "job.batch/once created",
+            "job/once",
+            "{.spec.template.spec.restartPolicy}/{.spec.template.spec.containers[0].command[0]}",
+            "Never/date",
+        ),
+        (
+            &[
+                "cronjob",
+                "nightly",
+                "-n",
+                "gen",
+                "--image=busybox",
+                "--schedule=0 3 * * *",
+                "--restart=OnFailure",
+            ],
+            "cronjob.batch/nightly created",
+            "cronjob/nightly",
+            "{.spec.schedule}/{.spec.jobTemplate.spec.template.spec.restartPolicy}",
+            "0 3 * * */OnFailure",
+        ),
+        (
+            &[
+                "poddisruptionbudget",
+                "pdb",
+                "-n",
+                "gen",
+                "--selector=app=web",
+                "--min-available=1",
+            ],
+            "poddisruptionbudget.policy/pdb created",
+            "poddisruptionbudget/pdb",
+            "{.spec.minAvailable}/{.spec.selector.matchLabels.app}",
+            "1/web",
+        ),
+        (
+            &[
+                "priorityclass",
+                "high",
+                "--value=1000",
+                "--description=important",
+                "--preemption-policy=Never",
+            ],
+            "priorityclass.scheduling.k8s.io/high created",
+            "priorityclass/high",
+            "{.value}/{.preemptionPolicy}",
+            "1000/Never",
+        ),
+        (
+            &[
+                "quota",
+                "q",
+                "-n",
+                "gen",
+                "--hard=pods=10,requests.cpu=2",
+                "--scopes=NotTerminating",
+            ],
+            "resourcequota/q created",
+            "resourcequota/q",
+            "{.spec.hard.pods}/{.spec.scopes[0]}",
+            "10/NotTerminating",
+        ),
+        (
+            &[
+                "ingress",
+                "ing",
+                "-n",
+                "gen",
+                "--class=nginx",
+                "--rule=web.example.com/=ci:80",
+            ],
+            "ingress.networking.k8s.io/ing created",
+            "ingress/ing",
+            "{.spec.ingressClassName}/{.spec.rules[0].host}/{.spec.rules[0].http.paths[0].backend.service.name}",
+            "nginx/web.example.com/ci",
+        ),
     ];
     for (args, printed, object, path, want) in cases {
         let mut full = vec!["create"];
@@ -649,3 +730,4 @@ spec:
         .await;
     assert_eq!(out, "Approved=True");
 }
+

@@ -123,7 +123,9 @@ impl ApiType {
 
 /// Turns the generated list into [`ApiType`]s.
 macro_rules! builtin_types {
-    (stored: [$($($s:ident)::+),* $(,)?], other: [$($($o:ident)::+),* $(,)?] $(,)?) => {
+    (kubernetes: $k8s:literal, stored: [$($($s:ident)::+),* $(,)?], other: [$($($o:ident)::+),* $(,)?] $(,)?) => {
+        pub(super) const KUBERNETES_VERSION: &str = $k8s;
+
         pub(super) fn api_types() -> Vec<super::ApiType> {
             vec![
                 $(super::ApiType::stored::<k8s_openapi::$($s)::+>(),)*
@@ -135,6 +137,10 @@ macro_rules! builtin_types {
 
 /// The generated list of k8s-openapi's GA types, one `builtin_types!` call per Kubernetes version.
 mod types;
+
+/// The Kubernetes version (`1.33`) whose API is served: k8s-openapi's enabled version, recorded
+/// in the generated list.
+pub const KUBERNETES_VERSION: &str = types::KUBERNETES_VERSION;
 
 /// Every GA API type of the enabled Kubernetes version in k8s-openapi: stored resources,
 /// create-only ones (reviews, `Binding`) and subresource bodies (`Scale`, `Eviction`,
@@ -227,9 +233,13 @@ fn policy(group: &str, plural: &str) -> Policy {
             strategy: Strategy::ServiceAccount,
             ..PLAIN
         },
+        // core/v1 Events get no name validation of their own (`ValidateEventCreate` checks
+        // names only for events.k8s.io/v1), just the generic path-segment rule of
+        // apiserver/pkg/registry/rest/create.go `BeforeCreate`.
         ("", "events") => Policy {
             short: &["ev"],
             strategy: Strategy::Event,
+            name_rule: NameRule::PathSegment,
             field_selectors: EVENT_FIELDS,
             ..PLAIN
         },
@@ -368,9 +378,12 @@ fn policy(group: &str, plural: &str) -> Policy {
             generation: true,
             ..PLAIN
         },
+        // pkg/apis/certificates/validation: "We don't care what you call your certificate
+        // requests" — only `BeforeCreate`'s path-segment rule applies.
         ("certificates.k8s.io", "certificatesigningrequests") => Policy {
             short: &["csr"],
             strategy: Strategy::Csr,
+            name_rule: NameRule::PathSegment,
             ..PLAIN
         },
         ("scheduling.k8s.io", "priorityclasses") => Policy {

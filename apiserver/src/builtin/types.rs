@@ -6,6 +6,7 @@
 
 k8s_openapi::k8s_if_1_33! {
     builtin_types! {
+        kubernetes: "1.33",
         stored: [
             api::admissionregistration::v1::MutatingWebhookConfiguration,
             api::admissionregistration::v1::ValidatingAdmissionPolicy,
@@ -79,6 +80,7 @@ k8s_openapi::k8s_if_1_33! {
 
 k8s_openapi::k8s_if_1_34! {
     builtin_types! {
+        kubernetes: "1.34",
         stored: [
             api::admissionregistration::v1::MutatingWebhookConfiguration,
             api::admissionregistration::v1::ValidatingAdmissionPolicy,
@@ -157,6 +159,7 @@ k8s_openapi::k8s_if_1_34! {
 
 k8s_openapi::k8s_if_1_35! {
     builtin_types! {
+        kubernetes: "1.35",
         stored: [
             api::admissionregistration::v1::MutatingWebhookConfiguration,
             api::admissionregistration::v1::ValidatingAdmissionPolicy,
@@ -235,6 +238,7 @@ k8s_openapi::k8s_if_1_35! {
 
 k8s_openapi::k8s_if_1_36! {
     builtin_types! {
+        kubernetes: "1.36",
         stored: [
             api::admissionregistration::v1::MutatingAdmissionPolicy,
             api::admissionregistration::v1::MutatingAdmissionPolicyBinding,
@@ -315,6 +319,7 @@ k8s_openapi::k8s_if_1_36! {
 
 k8s_openapi::k8s_if_1_37! {
     builtin_types! {
+        kubernetes: "1.37",
         stored: [
             api::admissionregistration::v1::MutatingAdmissionPolicy,
             api::admissionregistration::v1::MutatingAdmissionPolicyBinding,

@@ -12,12 +12,16 @@ use crate::error::{ApiError, ApiResult};
 use crate::registry::{GroupInfo, ResourceInfo};
 use crate::request::RequestInfo;
 
-/// The version this server reports (a recent Kubernetes, so clients enable current features).
+/// The version this server reports: the Kubernetes version whose API it serves (k8s-openapi's
+/// enabled version), so clients enable the features that go with it.
 pub fn version() -> Value {
+    let (major, minor) = crate::builtin::KUBERNETES_VERSION
+        .split_once('.')
+        .unwrap_or(("1", "0"));
     json!({
-        "major": "1",
-        "minor": "33",
-        "gitVersion": "v1.33.0-service-provider",
+        "major": major,
+        "minor": minor,
+        "gitVersion": format!("v{major}.{minor}.0-service-provider"),
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
         "buildDate": "2025-01-01T00:00:00Z",

@@ -157,6 +157,12 @@ fn build_catalog() -> Catalog {
             );
         }
     }
+    // Go decodes `[]byte` fields itself and refuses bad base64 with a 400 before any validation
+    // (`crate::validation::builtin::check_bytes`); kube-apiserver checks no OpenAPI format of a
+    // built-in, and an empty string is a valid (empty) value.
+    for d in validation.values_mut() {
+        drop_byte_formats(d);
+    }
     let mut compiled = HashMap::new();
     for def in crate::builtin::api_types()
         .iter()
@@ -178,6 +184,19 @@ fn build_catalog() -> Catalog {
         published,
         validation,
         compiled,
+    }
+}
+
+fn drop_byte_formats(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if m.get("format").and_then(Value::as_str) == Some("byte") {
+                m.remove("format");
+            }
+            m.values_mut().for_each(drop_byte_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_byte_formats),
+        _ => {}
     }
 }
 

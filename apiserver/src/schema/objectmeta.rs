@@ -76,14 +76,15 @@ static QUALIFIED_NAME: LazyLock<Regex> =
 static LABEL_VALUE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!("^({QUALIFIED_NAME_FMT})?$")).expect("constant pattern"));
 
-/// apimachinery `RegexError`.
+/// apimachinery `RegexError` (util/validation/validation.go), whose examples each end in `', `,
+/// so that two of them read `'a',  or 'b', regex …`.
 fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     if examples.is_empty() {
         return format!("{msg} (regex used for validation is '{fmt}')");
     }
-    let ex: Vec<String> = examples.iter().map(|e| format!("'{e}'")).collect();
+    let ex: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
     format!(
-        "{msg} (e.g. {}, regex used for validation is '{fmt}')",
+        "{msg} (e.g. {}regex used for validation is '{fmt}')",
         ex.join(" or ")
     )
 }
@@ -890,7 +891,7 @@ mod tests {
         assert_eq!(
             meta_errs(json!({"name": "1abc"}), false, NameRule::Dns1035Label),
             [
-                "metadata.name: Invalid value: \"1abc\": a lowercase RFC 1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name' or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+                "metadata.name: Invalid value: \"1abc\": a lowercase RFC 1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
             ]
         );
         assert_eq!(
@@ -943,11 +944,11 @@ mod tests {
         );
         assert_eq!(
             e[0],
-            "metadata.labels: Invalid value: \"bad key!\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName' or 'my.name' or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+            "metadata.labels: Invalid value: \"bad key!\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
         );
         assert_eq!(
             e[1],
-            "metadata.labels: Invalid value: \"bad value!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue' or 'my_value' or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+            "metadata.labels: Invalid value: \"bad value!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
         );
         assert!(meta_errs(json!({"name": "a", "labels": {"example.com/App": ""}, "annotations": {"Example.com/X": "y"}}), false, NameRule::DnsSubdomain).is_empty());
         assert_eq!(

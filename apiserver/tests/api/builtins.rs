@@ -54,7 +54,9 @@ where
 }
 
 macro_rules! builtin_types {
-    (stored: [$($($s:ident)::+),* $(,)?], other: [$($($o:ident)::+),* $(,)?] $(,)?) => {
+    (kubernetes: $k8s:literal, stored: [$($($s:ident)::+),* $(,)?], other: [$($($o:ident)::+),* $(,)?] $(,)?) => {
+        const KUBERNETES_VERSION: &str = $k8s;
+
         fn expected() -> Vec<Expected> {
             let all = vec![
                 $(expected_of::<k8s_openapi::$($s)::+>(),)*
@@ -142,6 +144,19 @@ fn make_valid(obj: &mut Value, name: &str) {
                 json!({"verb": "get", "resource": "pods", "namespace": "default"});
         }
         "SelfSubjectRulesReview" => obj["spec"]["namespace"] = json!("default"),
+        "Service" => obj["spec"] = json!({"ports": [{"port": 80}]}),
+        "Event" if obj["apiVersion"] == "events.k8s.io/v1" => {
+            obj["type"] = json!("Normal");
+            obj["eventTime"] = json!("2024-01-01T00:00:00.000000Z");
+            for f in [
+                "reportingController",
+                "reportingInstance",
+                "action",
+                "reason",
+            ] {
+                obj[f] = json!("x");
+            }
+        }
         "CustomResourceDefinition" => *obj = widget_crd(),
         "PodTemplate" => {
             obj["template"]["metadata"]["labels"] = labels.clone();
@@ -395,4 +410,17 @@ async fn every_served_resource_takes_one_object_through_its_verbs() {
         checked += 1;
     }
     assert!(checked > 70, "{checked} resources checked");
+}
+
+/// `/version` reports the Kubernetes version whose API is served: k8s-openapi's enabled version,
+/// as the generated list records it.
+#[tokio::test]
+async fn version_is_the_kubernetes_version_of_k8s_openapi() {
+    let c = cluster().await;
+    let v = c.client().apiserver_version().await.unwrap();
+    assert_eq!(format!("{}.{}", v.major, v.minor), KUBERNETES_VERSION);
+    assert_eq!(
+        v.git_version,
+        format!("v{KUBERNETES_VERSION}.0-service-provider")
+    );
 }

@@ -12,5 +12,6 @@ mod list;
 mod multi;
 mod protobuf;
 mod rbac;
+mod validation;
 mod watch;
 mod wire;

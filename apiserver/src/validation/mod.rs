@@ -1,5 +1,6 @@
 //! The seam between request handling and the `schema` module: decode (prune, `fieldValidation`,
-//! defaults) and validate objects of one resource version, and validate CRDs.
+//! defaults) and validate objects of one resource version, and validate CRDs; `builtin` holds
+//! kube-apiserver's kind-specific rules for built-ins.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,13 +10,16 @@ use serde_json::Value;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::schema::{FieldError, FieldValidation, ResourceSchema};
 
+pub(crate) mod builtin;
+
 /// The schema of one served resource version.
 #[derive(Debug, Clone)]
 pub struct Validator {
     schema: ResourceSchema,
 }
 
-fn cause(e: &FieldError) -> Cause {
+/// A field error as the `details.causes` entry of a 422.
+pub(crate) fn cause(e: &FieldError) -> Cause {
     Cause {
         reason: e.reason.as_str().to_string(),
         message: e.message(),

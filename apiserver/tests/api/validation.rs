@@ -1,0 +1,762 @@
+//! kube-apiserver's kind-specific validation of built-ins: what it refuses, with which status,
+//! reason, causes and message.
+
+use k8s_openapi::api::core::v1::Service;
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+fn api(
+    client: &kube::Client,
+    gvk: (&str, &str, &str),
+    plural: &str,
+    ns: Option<&str>,
+) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(gvk.0, gvk.1, gvk.2), plural);
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}
+
+fn obj(v: Value) -> DynamicObject {
+    serde_json::from_value(v).unwrap()
+}
+
+/// The (field, reason, message) of each cause of a 422 `Invalid`, checking status and reason.
+fn causes(e: kube::Error) -> Vec<(String, String, String)> {
+    let s = status(e);
+    assert_eq!(
+        (s.code, s.reason.as_str()),
+        (422, "Invalid"),
+        "{}",
+        s.message
+    );
+    s.details
+        .unwrap()
+        .causes
+        .into_iter()
+        .map(|c| (c.field, c.reason, c.message))
+        .collect()
+}
+
+fn cause(field: &str, reason: &str, message: &str) -> (String, String, String) {
+    (field.into(), reason.into(), message.into())
+}
+
+async fn replace(
+    api: &Api<DynamicObject>,
+    name: &str,
+    f: impl FnOnce(&mut Value),
+) -> Result<DynamicObject, kube::Error> {
+    let cur = api.get(name).await.unwrap();
+    let mut v = serde_json::to_value(&cur).unwrap();
+    f(&mut v);
+    api.replace(name, &PostParams::default(), &obj(v)).await
+}
+
+#[tokio::test]
+async fn immutable_secrets_and_configmaps_keep_their_data_and_type() {
+    let c = cluster().await;
+    let client = c.client();
+    let secrets = api(&client, ("", "v1", "Secret"), "secrets", Some("default"));
+    secrets
+        .create(
+            &PostParams::default(),
+            &obj(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s"}, "data": {"a": "YQ=="}, "immutable": true})),
+        )
+        .await
+        .unwrap();
+    let e = replace(&secrets, "s", |v| {
+        v["data"]["a"] = json!("Yg==");
+        v["immutable"] = json!(false);
+    })
+    .await
+    .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [
+            cause(
+                "immutable",
+                "FieldValueForbidden",
+                "Forbidden: field is immutable when `immutable` is set"
+            ),
+            cause(
+                "data",
+                "FieldValueForbidden",
+                "Forbidden: field is immutable when `immutable` is set"
+            ),
+        ]
+    );
+    // Metadata of an immutable Secret may still change.
+    replace(&secrets, "s", |v| {
+        v["metadata"]["labels"] = json!({"x": "y"})
+    })
+    .await
+    .unwrap();
+
+    secrets
+        .create(
+            &PostParams::default(),
+            &obj(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "t"}, "stringData": {"a": "b"}})),
+        )
+        .await
+        .unwrap();
+    let e = replace(&secrets, "t", |v| {
+        v["type"] = json!("kubernetes.io/basic-auth")
+    })
+    .await
+    .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "type",
+            "FieldValueInvalid",
+            "Invalid value: \"kubernetes.io/basic-auth\": field is immutable"
+        )]
+    );
+
+    let cms = api(
+        &client,
+        ("", "v1", "ConfigMap"),
+        "configmaps",
+        Some("default"),
+    );
+    cms.create(
+        &PostParams::default(),
+        &obj(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c"}, "data": {"a": "1"}, "immutable": true})),
+    )
+    .await
+    .unwrap();
+    let e = cms
+        .patch(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"binaryData": {"b": "eA=="}})),
+        )
+        .await
+        .unwrap_err();
+    let s = status(e);
+    assert_eq!(
+        s.message,
+        "ConfigMap \"c\" is invalid: binaryData: Forbidden: field is immutable when `immutable` is set"
+    );
+}
+
+#[tokio::test]
+async fn secret_data_that_is_not_base64_is_a_bad_request() {
+    let c = cluster().await;
+    let secrets = api(
+        &c.client(),
+        ("", "v1", "Secret"),
+        "secrets",
+        Some("default"),
+    );
+    let e = secrets
+        .create(
+            &PostParams::default(),
+            &obj(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s"}, "data": {"a": "YWJj!"}})),
+        )
+        .await
+        .unwrap_err();
+    let s = status(e);
+    assert_eq!(
+        (s.code, s.reason.as_str(), s.message.as_str()),
+        (
+            400,
+            "BadRequest",
+            "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 4"
+        )
+    );
+    // An empty value is empty bytes, not an error.
+    secrets
+        .create(
+            &PostParams::default(),
+            &obj(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "empty"}, "data": {"a": ""}})),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn workload_selectors_are_immutable_and_must_select_their_template() {
+    let c = cluster().await;
+    let client = c.client();
+    let deployments = api(
+        &client,
+        ("apps", "v1", "Deployment"),
+        "deployments",
+        Some("default"),
+    );
+    let deployment = |name: &str, selector: Value, labels: Value| {
+        obj(
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"selector": selector, "template": {"metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+        )
+    };
+    let e = deployments
+        .create(
+            &PostParams::default(),
+            &deployment(
+                "d",
+                json!({"matchLabels": {"app": "a"}}),
+                json!({"app": "b"}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "spec.template.metadata.labels",
+            "FieldValueInvalid",
+            "Invalid value: map[string]string{\"app\":\"b\"}: `selector` does not match template `labels`"
+        )]
+    );
+    let e = deployments
+        .create(
+            &PostParams::default(),
+            &deployment("d", json!({}), json!({"app": "b"})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "spec.selector",
+            "FieldValueInvalid",
+            "Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment"
+        )]
+    );
+    deployments
+        .create(
+            &PostParams::default(),
+            &deployment(
+                "d",
+                json!({"matchLabels": {"app": "a"}}),
+                json!({"app": "a", "v": "1"}),
+            ),
+        )
+        .await
+        .unwrap();
+    let e = replace(&deployments, "d", |v| {
+        v["spec"]["selector"] = json!({"matchLabels": {"app": "a", "v": "1"}})
+    })
+    .await
+    .unwrap_err();
+    let s = status(e);
+    assert_eq!(s.code, 422);
+    assert_eq!(
+        s.message,
+        "Deployment.apps \"d\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"a\", \"v\":\"1\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"
+    );
+    // The template may change as long as it stays selected.
+    replace(&deployments, "d", |v| {
+        v["spec"]["template"]["metadata"]["labels"]["v"] = json!("2")
+    })
+    .await
+    .unwrap();
+
+    let daemonsets = api(
+        &client,
+        ("apps", "v1", "DaemonSet"),
+        "daemonsets",
+        Some("default"),
+    );
+    let ds = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds"},
+        "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["x"]}]},
+            "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}});
+    let e = daemonsets
+        .create(&PostParams::default(), &obj(ds.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "spec.template.spec.restartPolicy",
+            "FieldValueNotSupported",
+            "Unsupported value: \"Never\": supported values: \"Always\""
+        )]
+    );
+
+    let statefulsets = api(
+        &client,
+        ("apps", "v1", "StatefulSet"),
+        "statefulsets",
+        Some("default"),
+    );
+    statefulsets
+        .create(&PostParams::default(), &obj(json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+            "spec": {"serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})))
+        .await
+        .unwrap();
+    replace(&statefulsets, "db", |v| v["spec"]["replicas"] = json!(3))
+        .await
+        .unwrap();
+    let e = replace(&statefulsets, "db", |v| {
+        v["spec"]["serviceName"] = json!("other")
+    })
+    .await
+    .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "spec",
+            "FieldValueForbidden",
+            "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"
+        )]
+    );
+}
+
+#[tokio::test]
+async fn job_templates_and_selectors_are_immutable() {
+    let c = cluster().await;
+    let jobs = api(&c.client(), ("batch", "v1", "Job"), "jobs", Some("default"));
+    jobs.create(
+        &PostParams::default(),
+        &obj(
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let e = replace(&jobs, "j", |v| {
+        v["spec"]["template"]["spec"]["containers"][0]["image"] = json!("alpine")
+    })
+    .await
+    .unwrap_err();
+    let cs = causes(e);
+    assert_eq!(
+        (cs[0].0.as_str(), cs[0].1.as_str()),
+        ("spec.template", "FieldValueInvalid")
+    );
+    assert!(cs[0].2.ends_with(": field is immutable"), "{}", cs[0].2);
+    let e = replace(&jobs, "j", |v| {
+        v["spec"]["selector"] = json!({"matchLabels": {"x": "y"}})
+    })
+    .await
+    .unwrap_err();
+    let fields: Vec<String> = causes(e).into_iter().map(|c| c.0).collect();
+    assert_eq!(fields, ["spec.template.metadata.labels", "spec.selector"]);
+    // A Job's pods may not restart always.
+    let e = jobs
+        .create(&PostParams::default(), &obj(json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "k"},
+            "spec": {"template": {"spec": {"restartPolicy": "Always", "containers": [{"name": "c", "image": "busybox"}]}}}})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "spec.template.spec.restartPolicy",
+            "FieldValueNotSupported",
+            "Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""
+        )]
+    );
+
+    let cronjobs = api(
+        &c.client(),
+        ("batch", "v1", "CronJob"),
+        "cronjobs",
+        Some("default"),
+    );
+    let long = "c".repeat(53);
+    let e = cronjobs
+        .create(&PostParams::default(), &obj(json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": long},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}}}})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "metadata.name",
+            "FieldValueInvalid",
+            &format!("Invalid value: \"{long}\": must be no more than 52 characters")
+        )]
+    );
+}
+
+#[tokio::test]
+async fn services_keep_their_cluster_ip_and_get_node_ports_in_range() {
+    let c = cluster().await;
+    let client = c.client();
+    let services: Api<Service> = Api::default_namespaced(client.clone());
+    let svc = |name: &str, spec: Value| -> Service {
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec}))
+        .unwrap()
+    };
+    let np = services
+        .create(&PostParams::default(), &svc("np", json!({"type": "NodePort", "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443, "nodePort": 30443}]})))
+        .await
+        .unwrap();
+    let spec = np.spec.clone().unwrap();
+    let ports = spec.ports.unwrap();
+    let allocated = ports[0].node_port.unwrap();
+    assert!((30000..=32767).contains(&allocated), "{allocated}");
+    assert_eq!(ports[1].node_port, Some(30443));
+    assert_eq!(spec.external_traffic_policy.as_deref(), Some("Cluster"));
+    let ip = spec.cluster_ip.unwrap();
+    assert_eq!(spec.cluster_ips, Some(vec![ip.clone()]));
+
+    // A PUT that omits the allocated values keeps them.
+    let kept = services
+        .replace("np", &PostParams::default(), &{
+            let mut s = svc("np", json!({"type": "NodePort", "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]}));
+            s.metadata.resource_version = np.metadata.resource_version.clone();
+            s
+        })
+        .await
+        .unwrap();
+    let kept_spec = kept.spec.unwrap();
+    assert_eq!(kept_spec.cluster_ip.as_deref(), Some(ip.as_str()));
+    let kept_ports: Vec<Option<i32>> = kept_spec
+        .ports
+        .unwrap()
+        .iter()
+        .map(|p| p.node_port)
+        .collect();
+    assert_eq!(kept_ports, [Some(allocated), Some(30443)]);
+
+    let dynamic = api(&client, ("", "v1", "Service"), "services", Some("default"));
+    let e = replace(&dynamic, "np", |v| {
+        v["spec"]["clusterIP"] = json!("10.96.0.99");
+        v["spec"]["clusterIPs"] = json!(["10.96.0.99"]);
+    })
+    .await
+    .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "spec.clusterIPs[0]",
+            "FieldValueInvalid",
+            "Invalid value: []string{\"10.96.0.99\"}: may not change once set"
+        )]
+    );
+
+    let e = services
+        .create(
+            &PostParams::default(),
+            &svc(
+                "taken",
+                json!({"type": "LoadBalancer", "ports": [{"port": 80, "nodePort": 30443}]}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "spec.ports[0].nodePort",
+            "FieldValueInvalid",
+            "Invalid value: 30443: provided port is already allocated"
+        )]
+    );
+    let e = services
+        .create(
+            &PostParams::default(),
+            &svc(
+                "low",
+                json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 8080}]}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    let s = status(e);
+    assert_eq!(
+        s.message,
+        "Service \"low\" is invalid: spec.ports[0].nodePort: Invalid value: 8080: provided port is not in the valid range. The range of valid ports is 30000-32767"
+    );
+    // Deleting a Service frees its node ports.
+    services.delete("np", &Default::default()).await.unwrap();
+    services
+        .create(
+            &PostParams::default(),
+            &svc(
+                "again",
+                json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30443}]}),
+            ),
+        )
+        .await
+        .unwrap();
+
+    let e = services
+        .create(&PostParams::default(), &svc("ports", json!({"ports": [{"port": 0}, {"name": "b", "port": 70000, "targetPort": "Bad_Name"}]})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [
+            cause("spec.ports[0].name", "FieldValueRequired", "Required value"),
+            cause(
+                "spec.ports[0].port",
+                "FieldValueInvalid",
+                "Invalid value: 0: must be between 1 and 65535, inclusive"
+            ),
+            // The target port defaults to the port, and is checked too.
+            cause(
+                "spec.ports[0].targetPort",
+                "FieldValueInvalid",
+                "Invalid value: 0: must be between 1 and 65535, inclusive"
+            ),
+            cause(
+                "spec.ports[1].port",
+                "FieldValueInvalid",
+                "Invalid value: 70000: must be between 1 and 65535, inclusive"
+            ),
+            cause(
+                "spec.ports[1].targetPort",
+                "FieldValueInvalid",
+                "Invalid value: \"Bad_Name\": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"
+            ),
+        ]
+    );
+    let e = services
+        .create(
+            &PostParams::default(),
+            &svc("cip", json!({"ports": [{"port": 80, "nodePort": 30100}]})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "spec.ports[0].nodePort",
+            "FieldValueForbidden",
+            "Forbidden: may not be used when `type` is 'ClusterIP'"
+        )]
+    );
+    // Service names are RFC 1035 labels.
+    let e = services
+        .create(
+            &PostParams::default(),
+            &svc("1svc", json!({"ports": [{"port": 80}]})),
+        )
+        .await
+        .unwrap_err();
+    let cs = causes(e);
+    assert_eq!(cs[0].0, "metadata.name");
+    assert!(
+        cs[0].2.contains("a lowercase RFC 1035 label"),
+        "{}",
+        cs[0].2
+    );
+}
+
+#[tokio::test]
+async fn pod_templates_get_port_ranges_checked() {
+    let c = cluster().await;
+    let deployments = api(
+        &c.client(),
+        ("apps", "v1", "Deployment"),
+        "deployments",
+        Some("default"),
+    );
+    let e = deployments
+        .create(&PostParams::default(), &obj(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 65536}, {"containerPort": 80, "hostPort": -1, "name": "http"}]}]}}}})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [
+            cause(
+                "spec.template.spec.containers[0].ports[0].containerPort",
+                "FieldValueInvalid",
+                "Invalid value: 65536: must be between 1 and 65535, inclusive"
+            ),
+            cause(
+                "spec.template.spec.containers[0].ports[1].hostPort",
+                "FieldValueInvalid",
+                "Invalid value: -1: must be between 1 and 65535, inclusive"
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn claims_and_storage_classes_refuse_changes_kube_refuses() {
+    let c = cluster().await;
+    let client = c.client();
+    let pvcs = api(
+        &client,
+        ("", "v1", "PersistentVolumeClaim"),
+        "persistentvolumeclaims",
+        Some("default"),
+    );
+    pvcs.create(&PostParams::default(), &obj(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})))
+        .await
+        .unwrap();
+    let e = replace(&pvcs, "data", |v| {
+        v["spec"]["accessModes"] = json!(["ReadWriteMany"])
+    })
+    .await
+    .unwrap_err();
+    let cs = causes(e);
+    assert_eq!(
+        (cs[0].0.as_str(), cs[0].1.as_str()),
+        ("spec", "FieldValueForbidden")
+    );
+    assert!(
+        cs[0].2.starts_with("Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"),
+        "{}",
+        cs[0].2
+    );
+    // The binder sets the volume name once.
+    replace(&pvcs, "data", |v| v["spec"]["volumeName"] = json!("pv-1"))
+        .await
+        .unwrap();
+
+    let classes = api(
+        &client,
+        ("storage.k8s.io", "v1", "StorageClass"),
+        "storageclasses",
+        None,
+    );
+    classes
+        .create(&PostParams::default(), &obj(json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"},
+            "provisioner": "example.com/disk", "parameters": {"type": "ssd"}})))
+        .await
+        .unwrap();
+    let e = replace(&classes, "fast", |v| {
+        v["parameters"]["type"] = json!("hdd");
+        v["provisioner"] = json!("example.com/other");
+    })
+    .await
+    .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [
+            cause(
+                "parameters",
+                "FieldValueForbidden",
+                "Forbidden: updates to parameters are forbidden."
+            ),
+            cause(
+                "provisioner",
+                "FieldValueForbidden",
+                "Forbidden: updates to provisioner are forbidden."
+            ),
+        ]
+    );
+    replace(&classes, "fast", |v| {
+        v["metadata"]["labels"] = json!({"tier": "gold"})
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn names_labels_and_annotations_follow_kube_rules() {
+    let c = cluster().await;
+    let client = c.client();
+    let namespaces = api(&client, ("", "v1", "Namespace"), "namespaces", None);
+    let e = namespaces
+        .create(
+            &PostParams::default(),
+            &obj(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a.b"}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "metadata.name",
+            "FieldValueInvalid",
+            "Invalid value: \"a.b\": must not contain dots"
+        )]
+    );
+    // RBAC names are path segments: upper case and colons are fine.
+    let roles = api(
+        &client,
+        ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+        "clusterroles",
+        None,
+    );
+    roles
+        .create(&PostParams::default(), &obj(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "system:Reader"}})))
+        .await
+        .unwrap();
+    let cms = api(
+        &client,
+        ("", "v1", "ConfigMap"),
+        "configmaps",
+        Some("default"),
+    );
+    let e = cms
+        .create(&PostParams::default(), &obj(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
+            "labels": {"bad key": "v", "ok": "-bad-"}, "annotations": {"big": "x".repeat(256 * 1024)}}})))
+        .await
+        .unwrap_err();
+    let fields: Vec<(String, String)> = causes(e).into_iter().map(|c| (c.0, c.1)).collect();
+    assert_eq!(
+        fields,
+        [
+            ("metadata.labels".into(), "FieldValueInvalid".into()),
+            ("metadata.labels".into(), "FieldValueInvalid".into()),
+            ("metadata.annotations".into(), "FieldValueTooLong".into()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn events_v1_need_their_required_fields() {
+    let c = cluster().await;
+    let events = api(
+        &c.client(),
+        ("events.k8s.io", "v1", "Event"),
+        "events",
+        Some("default"),
+    );
+    let e = events
+        .create(&PostParams::default(), &obj(json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"},
+            "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}, "type": "Sometimes"})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [
+            cause(
+                "reportingController",
+                "FieldValueRequired",
+                "Required value"
+            ),
+            cause(
+                "reportingController",
+                "FieldValueInvalid",
+                "Invalid value: \"\": name part must be non-empty"
+            ),
+            cause(
+                "reportingController",
+                "FieldValueInvalid",
+                "Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+            ),
+            cause("reportingInstance", "FieldValueRequired", "Required value"),
+            cause("action", "FieldValueRequired", "Required value"),
+            cause("reason", "FieldValueRequired", "Required value"),
+            cause("eventTime", "FieldValueRequired", "Required value"),
+            cause(
+                "type",
+                "FieldValueInvalid",
+                "Invalid value: \"\": has invalid value: Sometimes"
+            ),
+        ]
+    );
+    events
+        .create(&PostParams::default(), &obj(json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "ok"},
+            "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}, "type": "Normal", "eventTime": "2025-01-01T00:00:00.000000Z",
+            "reportingController": "example.com/ctl", "reportingInstance": "ctl-1", "action": "Sync", "reason": "Synced", "note": "done"})))
+        .await
+        .unwrap();
+}
