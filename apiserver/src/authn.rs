@@ -9,10 +9,10 @@ use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::auth::{
-    Attributes, Authenticated, Authenticator, LiveObject, ObjectLookup, Rbac, RbacKind,
-    TokenIssuer, TokenIssuerConfig, UserInfo,
+    Attributes, Authenticator, LiveObject, ObjectLookup, Rbac, RbacKind, TokenIssuer,
+    TokenIssuerConfig, UserInfo,
 };
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::shard::{DEFAULT_LOGICAL_CLUSTER, Shard};
 use crate::store::{ObjKey, StoreKey};
 
@@ -93,25 +93,21 @@ impl Authn {
         self.rbac.write().remove(cluster);
     }
 
-    /// Authenticates the `Authorization` header: no header is `system:anonymous`; a token nobody
-    /// issued, or an expired or revoked one, is 401.
+    /// Authenticates a request by its client certificate and `Authorization` header: neither is
+    /// `system:anonymous`; a certificate the CA did not sign, or a token nobody issued (or an
+    /// expired or revoked one), is 401.
     pub fn authenticate(
         &self,
         shard: &Shard,
         authorization: Option<&str>,
-    ) -> ApiResult<Authenticated> {
-        let Some(h) = authorization else {
-            return Ok(Authenticated {
-                user: crate::auth::authenticator::anonymous(),
-                audiences: Vec::new(),
-                home_cluster: None,
-            });
-        };
-        let token =
-            crate::auth::authenticator::bearer_token(h).ok_or_else(ApiError::unauthorized)?;
-        self.authenticator
-            .authenticate(token, &ShardLookup(shard))
-            .map_err(|e| e.status())
+        cert: Option<&crate::tls::PeerCertificates>,
+    ) -> ApiResult<UserInfo> {
+        crate::auth::x509::authenticate_request(cert, authorization, |token| {
+            self.authenticator
+                .authenticate(token, &ShardLookup(shard))
+                .map(|a| a.user)
+                .map_err(|e| e.status())
+        })
     }
 
     /// Authorizes `attrs` for `user` in a logical cluster.

@@ -193,6 +193,30 @@ impl Cluster {
         )
     }
 
+    /// A kubeconfig (YAML) whose user authenticates with a client certificate signed by the
+    /// cluster's CA: `user` is its CN, `group` its O (e.g. `system:masters` for an admin, as k3d
+    /// writes it). kube-apiserver's rules apply: the user is who RBAC sees. Fails for plain-HTTP
+    /// clusters, which have no TLS to carry a certificate.
+    pub fn kubeconfig_with_certificate(
+        &self,
+        user: &str,
+        group: Option<&str>,
+    ) -> Result<String, Error> {
+        let tls = match self.ca_pem() {
+            Some(_) => crate::tls::tls()?,
+            None => return Err(Error::NoTls),
+        };
+        let cert = tls.client_certificate(user, group)?;
+        Ok(crate::kubeconfig::kubeconfig_with_certificate(
+            self.name(),
+            &self.url(),
+            self.ca_pem(),
+            user,
+            &cert,
+            "default",
+        ))
+    }
+
     /// Writes the admin kubeconfig to a file.
     pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();

@@ -1,7 +1,11 @@
-//! kubeconfig files for kubectl and clients.
+//! kubeconfig files for kubectl and clients: with a bearer token, or with a client certificate
+//! as kind and k3d write them.
 
 use base64::Engine;
-use serde_json::json;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+
+use crate::tls::ClientCertificate;
 
 /// A kubeconfig (YAML) for one cluster, user and token.
 pub fn kubeconfig(
@@ -12,16 +16,43 @@ pub fn kubeconfig(
     token: &str,
     namespace: &str,
 ) -> String {
+    document(name, url, ca_pem, user, json!({"token": token}), namespace)
+}
+
+/// A kubeconfig (YAML) for one cluster whose user authenticates with a client certificate
+/// (`client-certificate-data`, `client-key-data`), like kind's and k3d's admin kubeconfigs.
+pub fn kubeconfig_with_certificate(
+    name: &str,
+    url: &str,
+    ca_pem: Option<&str>,
+    user: &str,
+    cert: &ClientCertificate,
+    namespace: &str,
+) -> String {
+    let credentials = json!({
+        "client-certificate-data": STANDARD.encode(&cert.cert_pem),
+        "client-key-data": STANDARD.encode(&cert.key_pem),
+    });
+    document(name, url, ca_pem, user, credentials, namespace)
+}
+
+fn document(
+    name: &str,
+    url: &str,
+    ca_pem: Option<&str>,
+    user: &str,
+    credentials: Value,
+    namespace: &str,
+) -> String {
     let mut cluster = json!({"server": url});
     if let Some(ca) = ca_pem {
-        cluster["certificate-authority-data"] =
-            json!(base64::engine::general_purpose::STANDARD.encode(ca));
+        cluster["certificate-authority-data"] = json!(STANDARD.encode(ca));
     }
     let doc = json!({
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": name, "cluster": cluster}],
-        "users": [{"name": user, "user": {"token": token}}],
+        "users": [{"name": user, "user": credentials}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": user, "namespace": namespace}}],
         "current-context": name,
         "preferences": {},

@@ -82,6 +82,11 @@ pub enum Error {
     /// The cluster could not be bootstrapped.
     #[error("bootstrapping the cluster failed: {0}")]
     Bootstrap(#[from] ApiError),
+    /// Client certificates need TLS, and the cluster serves plain HTTP.
+    #[error(
+        "the cluster serves plain HTTP, so it cannot authenticate client certificates; start it with TLS"
+    )]
+    NoTls,
     /// A cluster with this name already exists in the control plane.
     #[error("a cluster named {0:?} already exists in this control plane; pick another name")]
     ClusterExists(String),

@@ -731,3 +731,81 @@ spec:
     assert_eq!(out, "Approved=True");
 }
 
+/// kubectl with a kubeconfig that carries a client certificate (as kind writes it) is the
+/// certificate's user; kube-apiserver's validation errors reach kubectl as it prints them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_authenticates_with_client_certificates_and_prints_validation_errors() {
+    if !kubectl_available() {
+        return;
+    }
+    let c = ApiServer::start().await.unwrap();
+    let (dir, k) = workdir(&c, "certs");
+    let cert_config = dir.join("kind-kubeconfig");
+    std::fs::write(
+        &cert_config,
+        c.kubeconfig_with_certificate("kubernetes-admin", Some("system:masters"))
+            .unwrap(),
+    )
+    .unwrap();
+    let by_cert = Kubectl {
+        kubeconfig: cert_config,
+    };
+    let who = by_cert
+        .ok(&[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}/{.status.userInfo.groups}",
+        ])
+        .await;
+    assert_eq!(
+        who,
+        r#"kubernetes-admin/["system:masters","system:authenticated"]"#
+    );
+    by_cert
+        .ok(&["create", "deployment", "web", "--image=nginx"])
+        .await;
+
+    let (ok, _, err) = k
+        .run(
+            &[
+                "patch",
+                "deployment",
+                "web",
+                "-p",
+                r#"{"spec":{"selector":{"matchLabels":{"app":"other"}}}}"#,
+            ],
+            None,
+        )
+        .await;
+    assert!(!ok);
+    assert!(
+        err.contains(r#"The Deployment "web" is invalid: "#)
+            && err.contains(r#"spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"other"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"#),
+        "{err}"
+    );
+    let (ok, _, err) = k
+        .run(
+            &[
+                "create",
+                "service",
+                "nodeport",
+                "np",
+                "--tcp=80:80",
+                "--node-port=80",
+            ],
+            None,
+        )
+        .await;
+    assert!(!ok);
+    assert!(
+        err.contains(r#"Service "np" is invalid: spec.ports[0].nodePort: Invalid value: 80: provided port is not in the valid range. The range of valid ports is 30000-32767"#),
+        "{err}"
+    );
+    let (ok, _, err) = k
+        .run(&["apply", "-f", "-"], Some("apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: default\ndata:\n  k: not-base64!\n"))
+        .await;
+    assert!(!ok);
+    assert!(err.contains("illegal base64 data at input byte"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,5 +1,5 @@
-//! Who is asking and what they may do: bearer-token authentication (static tokens and
-//! ServiceAccount JWTs), the TokenRequest and TokenReview APIs, and kube-apiserver's RBAC
+//! Who is asking and what they may do: client-certificate and bearer-token authentication (static
+//! tokens and ServiceAccount JWTs), the TokenRequest and TokenReview APIs, and kube-apiserver's RBAC
 //! authorizer with its access-review APIs and bootstrap policy.
 //!
 //! The module is pure: it keeps no objects of its own. The server core
@@ -25,6 +25,7 @@ pub mod serviceaccount;
 pub mod token_request;
 pub mod token_review;
 pub mod user;
+pub mod x509;
 
 pub use crate::error::ApiError;
 pub use attributes::{Attributes, NonResourceAttributes, ResourceAttributes};

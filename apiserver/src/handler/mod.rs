@@ -10,6 +10,7 @@ pub mod table;
 mod watch;
 mod write;
 
+use crate::tls::PeerCertificates;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -58,9 +59,15 @@ pub trait Surface: Send + Sync {
             ClusterScope::Wildcard => t.shard.registry().groups(""),
         }
     }
-    /// Resolves the caller from the `Authorization` header (none: `system:anonymous`).
-    fn authenticate(&self, t: &Target, authorization: Option<&str>) -> ApiResult<UserInfo> {
-        Ok(t.shard.auth.authenticate(&t.shard, authorization)?.user)
+    /// Resolves the caller from the connection's client certificate and the `Authorization`
+    /// header (neither: `system:anonymous`).
+    fn authenticate(
+        &self,
+        t: &Target,
+        authorization: Option<&str>,
+        cert: Option<&PeerCertificates>,
+    ) -> ApiResult<UserInfo> {
+        t.shard.auth.authenticate(&t.shard, authorization, cert)
     }
     /// Authorizes a request with the RBAC of its logical cluster.
     fn authorize(&self, t: &Target, user: &UserInfo, attrs: &Attributes) -> ApiResult<()> {
@@ -213,10 +220,12 @@ pub async fn handle(target: Target, req: Request<Bytes>, path: &str) -> Response
     let ri = RequestInfo::parse(&parts.method, path, &query);
     // Errors after content negotiation are answered in the negotiated encoding.
     let mut negotiated = Output::Json;
+    let cert = parts.extensions.get::<PeerCertificates>();
     let resp = match handle_inner(
         &target,
         &parts.method,
         &parts.headers,
+        cert,
         &ri,
         &query,
         body,
@@ -241,10 +250,12 @@ pub async fn handle(target: Target, req: Request<Bytes>, path: &str) -> Response
     resp
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn handle_inner(
     target: &Target,
     method: &Method,
     headers: &HeaderMap,
+    cert: Option<&PeerCertificates>,
     ri: &RequestInfo,
     query: &Query,
     body: Bytes,
@@ -268,7 +279,7 @@ async fn handle_inner(
     let authorization = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let user = target.surface.authenticate(target, authorization)?;
+    let user = target.surface.authenticate(target, authorization, cert)?;
     let latency = target.surface.faults(target).latency();
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;

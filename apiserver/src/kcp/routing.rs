@@ -147,7 +147,8 @@ fn access_not_permitted(
         label: WORKSPACE_SURFACE.into(),
         surface: Arc::new(WorkspaceSurface::new(inner)),
     };
-    let resp = match crate::handler::Surface::authenticate(&surface, &target, authorization) {
+    let cert = req.extensions().get::<crate::tls::PeerCertificates>();
+    let resp = match crate::handler::Surface::authenticate(&surface, &target, authorization, cert) {
         Err(e) => error_response(&e),
         Ok(user) => {
             let attrs = if ri.resource_request {

@@ -43,17 +43,16 @@ pub(crate) fn authenticate(
     inner: &KcpInner,
     t: &Target,
     authorization: Option<&str>,
+    cert: Option<&crate::tls::PeerCertificates>,
 ) -> ApiResult<UserInfo> {
-    let Some(h) = authorization else {
-        return Ok(crate::auth::authenticator::anonymous());
-    };
-    let token = crate::auth::authenticator::bearer_token(h).ok_or_else(ApiError::unauthorized)?;
-    t.shard
-        .auth
-        .authenticator()
-        .authenticate(token, &KcpLookup(inner))
-        .map(|a| a.user)
-        .map_err(|e| e.status())
+    crate::auth::x509::authenticate_request(cert, authorization, |token| {
+        t.shard
+            .auth
+            .authenticator()
+            .authenticate(token, &KcpLookup(inner))
+            .map(|a| a.user)
+            .map_err(|e| e.status())
+    })
 }
 
 /// Workspaces and the wildcard of one shard.
@@ -100,12 +99,17 @@ impl Surface for WorkspaceSurface {
         }
     }
 
-    fn authenticate(&self, t: &Target, authorization: Option<&str>) -> ApiResult<UserInfo> {
+    fn authenticate(
+        &self,
+        t: &Target,
+        authorization: Option<&str>,
+        cert: Option<&crate::tls::PeerCertificates>,
+    ) -> ApiResult<UserInfo> {
         let inner = self
             .inner
             .upgrade()
             .ok_or_else(|| ApiError::service_unavailable("kcp is shutting down"))?;
-        authenticate(&inner, t, authorization)
+        authenticate(&inner, t, authorization, cert)
     }
 
     fn authorize(&self, t: &Target, user: &UserInfo, attrs: &Attributes) -> ApiResult<()> {

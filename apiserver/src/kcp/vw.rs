@@ -295,12 +295,17 @@ impl Surface for VwSurface {
             .unwrap_or_default()
     }
 
-    fn authenticate(&self, t: &Target, authorization: Option<&str>) -> ApiResult<UserInfo> {
+    fn authenticate(
+        &self,
+        t: &Target,
+        authorization: Option<&str>,
+        cert: Option<&crate::tls::PeerCertificates>,
+    ) -> ApiResult<UserInfo> {
         let inner = self
             .inner
             .upgrade()
             .ok_or_else(|| ApiError::service_unavailable("kcp is shutting down"))?;
-        let mut user = super::surface::authenticate(&inner, t, authorization)?;
+        let mut user = super::surface::authenticate(&inner, t, authorization, cert)?;
         // kcp forwards a request for one consumer with a warrant for the claims it accepted:
         // checks in the consumer cluster (RBAC escalation) count the claimed verbs as granted.
         if let ClusterScope::One(cluster) = &t.cluster

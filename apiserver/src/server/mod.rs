@@ -115,10 +115,15 @@ impl Endpoint {
                                 s = acceptor.accept(stream) => s,
                             };
                             if let Ok(s) = tls_stream {
-                                serve_connection(s, fe, conn_token).await;
+                                let peer = s.get_ref().1.peer_certificates().map(|c| {
+                                    crate::tls::PeerCertificates(
+                                        c.iter().map(|d| d.clone().into_owned()).collect(),
+                                    )
+                                });
+                                serve_connection(s, fe, conn_token, peer).await;
                             }
                         }
-                        None => serve_connection(stream, fe, conn_token).await,
+                        None => serve_connection(stream, fe, conn_token, None).await,
                     }
                 });
             }
@@ -153,11 +158,20 @@ impl Endpoint {
     }
 }
 
-async fn serve_connection<S>(stream: S, fe: Arc<dyn Frontend>, cancel: CancellationToken)
-where
+/// Serves one connection; `peer` is the client certificate chain it presented, handed to each of
+/// its requests for authentication.
+async fn serve_connection<S>(
+    stream: S,
+    fe: Arc<dyn Frontend>,
+    cancel: CancellationToken,
+    peer: Option<crate::tls::PeerCertificates>,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let svc = service_fn(move |req: Request<Incoming>| {
+    let svc = service_fn(move |mut req: Request<Incoming>| {
+        if let Some(p) = &peer {
+            req.extensions_mut().insert(p.clone());
+        }
         let fe = fe.clone();
         async move {
             // The body is read before any layer can answer: over HTTP/2 a response sent while the

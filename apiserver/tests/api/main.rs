@@ -2,6 +2,7 @@
 
 mod apply;
 mod builtins;
+mod certs;
 mod common;
 mod crd;
 mod crud;
