@@ -38,7 +38,7 @@ async fn client_certificates_authenticate_as_their_subject() {
         .kubeconfig_with_certificate("alice", Some("devs"))
         .unwrap();
     // The kubeconfig has the shape kind writes: certificate and key data, no token.
-    let doc: serde_json::Value = serde_yaml::from_str(&kubeconfig).unwrap();
+    let doc: serde_json::Value = serde_norway::from_str(&kubeconfig).unwrap();
     let user = &doc["users"][0]["user"];
     assert!(user["token"].is_null());
     let cert = base64::engine::general_purpose::STANDARD
