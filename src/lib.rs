@@ -87,6 +87,9 @@ pub use service_provider_runtime::openmcp;
 #[cfg(feature = "dev")]
 pub use service_provider_runtime::dev;
 
+#[cfg(feature = "dev")]
+pub mod testing;
+
 pub use k8s_openapi;
 pub use kube;
 pub use schemars;

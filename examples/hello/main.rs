@@ -65,3 +65,43 @@ impl Reconcile for Hello {
 fn main() -> std::process::ExitCode {
     service_provider::run::<Hello>()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use service_provider::testing::{TestError, TestPlatform};
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn greets_the_tenant_and_cleans_up() -> Result<(), TestError> {
+        let platform = TestPlatform::<Hello>::start().await?;
+        let spec = HelloSpec {
+            greeting: "world".into(),
+        };
+        let tenant = platform.create_tenant("tenant-a", spec).await?;
+        tenant.wait_ready().await?;
+
+        let greeting: ConfigMap = tenant.mcp().get("default/hello").await?;
+        assert_eq!(greeting.data.unwrap()["greeting"], "Hello, world!");
+
+        tenant
+            .set_spec(HelloSpec {
+                greeting: "again".into(),
+            })
+            .await?;
+        tenant.wait_ready().await?;
+        let greeting: ConfigMap = tenant.mcp().get("default/hello").await?;
+        assert_eq!(greeting.data.unwrap()["greeting"], "Hello, again!");
+
+        tenant.delete().await?;
+        tenant.wait_gone().await?;
+        assert!(
+            tenant
+                .mcp()
+                .get_opt::<ConfigMap>("default/hello")
+                .await?
+                .is_none()
+        );
+        platform.stop().await;
+        Ok(())
+    }
+}

@@ -47,6 +47,30 @@ pub struct DevSamples {
     pub object: Option<Value>,
 }
 
+impl DevSamples {
+    /// The ProviderConfig spec and the object spec to use: the author's samples, else generated
+    /// from the CRDs (required fields filled, the sample object's `version` offered in the
+    /// ProviderConfig's `versions`). The test kit starts from the same samples.
+    pub fn resolve<P: ServiceProvider>(&self) -> (Value, Value) {
+        let object = self
+            .object
+            .clone()
+            .unwrap_or_else(|| spec_sample(&<P as CustomResourceExt>::crd().spec.versions));
+        let config = self.provider_config.clone().unwrap_or_else(|| {
+            let mut spec = spec_sample(
+                &<P::ProviderConfig as CustomResourceExt>::crd()
+                    .spec
+                    .versions,
+            );
+            if let (Some(version), Some(map)) = (object.get("version"), spec.as_object_mut()) {
+                map.insert("versions".into(), json!([{ "version": version }]));
+            }
+            spec
+        });
+        (config, object)
+    }
+}
+
 /// How `dev` runs.
 #[derive(Clone, Debug)]
 pub struct DevOptions {
@@ -67,22 +91,7 @@ pub struct DevOptions {
 /// Runs `dev` until Ctrl-C or SIGTERM.
 pub async fn run<P: Reconcile>(options: DevOptions) -> Result<(), String> {
     let info = P::INFO;
-    let object_spec = options
-        .samples
-        .object
-        .clone()
-        .unwrap_or_else(|| spec_sample(&<P as CustomResourceExt>::crd().spec.versions));
-    let config_spec = options.samples.provider_config.clone().unwrap_or_else(|| {
-        let mut spec = spec_sample(
-            &<P::ProviderConfig as CustomResourceExt>::crd()
-                .spec
-                .versions,
-        );
-        if let (Some(version), Some(map)) = (object_spec.get("version"), spec.as_object_mut()) {
-            map.insert("versions".into(), json!([{ "version": version }]));
-        }
-        spec
-    });
+    let (config_spec, object_spec) = options.samples.resolve::<P>();
 
     println!(
         "dev: starting an embedded control plane with a simulated openMCP platform for {}",

@@ -2,7 +2,8 @@
 //! declarations (trybuild, `ui-tests/`), the CRDs against hand-written kube-derive, the structural
 //! schema rules, kcp schema naming and the checked-in manifests.
 
-// The examples are compiled in here as modules, so their manifests are checked in-process.
+// The examples are compiled in here as modules, so their manifests are checked in-process; the
+// examples' own tests (`hello::tests`, the README's test-kit example) run here too.
 #[allow(dead_code)]
 #[path = "../../examples/hello/main.rs"]
 mod hello;
@@ -17,6 +18,7 @@ mod velero_by_hand;
 
 mod kitchen_sink;
 mod manifests;
+mod readme;
 mod schema_names;
 mod ship;
 mod structural;

@@ -16,8 +16,10 @@ mod lifecycle;
 mod logs;
 mod long_names;
 mod metrics;
+mod newcomer;
 mod process;
 mod ship;
+mod testkit;
 mod timeout;
 // Shared with the other end-to-end binary, which uses other parts of it.
 #[allow(dead_code)]

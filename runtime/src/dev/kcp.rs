@@ -47,6 +47,10 @@ pub struct KcpEnv {
     consumers: Vec<WorkspaceInfo>,
     export: Option<String>,
     provider_kubeconfig: Option<String>,
+    /// The APIBinding every consumer applies (export reference, claims accepted), when a kcp
+    /// provider is installed; [`KcpEnv::bind_workspace`] binds more workspaces with it.
+    binding: Option<Value>,
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for KcpEnv {
@@ -88,6 +92,31 @@ impl KcpEnv {
     /// provider is installed: what `--kcp-kubeconfig` takes.
     pub fn provider_kubeconfig(&self) -> Option<&str> {
         self.provider_kubeconfig.as_deref()
+    }
+
+    /// Creates workspace `path` (and its parents) unless it exists, binds it to the provider's
+    /// export with every permission claim accepted, and waits until the binding is Bound: a
+    /// tenant workspace added after start. Fails when no kcp provider is installed.
+    pub async fn bind_workspace(&self, path: &str) -> Result<WorkspaceInfo, DevError> {
+        let (Some(body), Some(export)) = (&self.binding, &self.export) else {
+            return Err(DevError::Start(format!(
+                "cannot bind workspace {path}: no provider declared with `kcp` is installed"
+            )));
+        };
+        let ws = create_workspace(&self.kcp, path).await?;
+        let client = self.client(&ws.path);
+        let binding_ar = ar("APIBinding", "apibindings", "v1alpha2");
+        apply(&client, &binding_ar, body, "APIBinding").await?;
+        let bindings = Api::<DynamicObject>::all_with(client, &binding_ar);
+        wait_object(
+            &bindings,
+            export,
+            self.timeout,
+            &format!("the APIBinding in {path} to become Bound"),
+            |b| b.data.pointer("/status/phase") == Some(&json!("Bound")),
+        )
+        .await?;
+        Ok(ws)
     }
 
     /// An admin kubeconfig for a workspace (path or logical cluster name).
@@ -164,6 +193,8 @@ pub(crate) async fn start(
         consumers,
         export: None,
         provider_kubeconfig: None,
+        binding: None,
+        timeout,
     };
     let Some((provider_name, manifests)) = provider else {
         return Ok(env);
@@ -319,6 +350,7 @@ pub(crate) async fn start(
         })?
         .map_err(|e| DevError::Start(format!("waiting for APIBindings: {e}")))??;
     env.export = Some(export_name);
+    env.binding = Some(body);
     Ok(env)
 }
 

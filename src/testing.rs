@@ -1,0 +1,1529 @@
+//! The provider author's test kit (feature `dev`): the simulated openMCP platform with the
+//! provider running in the test's process, tenants created in a line, waits that say what is
+//! stuck when they time out, and a look into every cluster the provider touched.
+//!
+//! A test of a provider lives next to it (providers are binaries, so in a `#[cfg(test)]` module of
+//! `main.rs`), with the kit turned on by the provider's `dev` feature:
+//!
+//! ```no_run
+//! # use service_provider::prelude::*;
+//! # #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
+//! # pub struct HelloSpec { pub greeting: String }
+//! # impl Reconcile for Hello {
+//! #     async fn create_or_update(&self, _: &Context<Self>) -> Result<Outcome, Error> { Ok(Outcome::ready()) }
+//! #     async fn delete(&self, _: &Context<Self>) -> Result<Deletion, Error> { Ok(Deletion::done()) }
+//! # }
+//! use service_provider::k8s_openapi::api::core::v1::ConfigMap;
+//! use service_provider::testing::{TestError, TestPlatform};
+//!
+//! # async fn test() -> Result<(), TestError> {
+//! // #[tokio::test(flavor = "multi_thread")]
+//! // async fn greets_the_tenant() -> Result<(), TestError> {
+//! let platform = TestPlatform::<Hello>::start().await?;
+//! let tenant = platform.create_tenant("tenant-a", HelloSpec { greeting: "world".into() }).await?;
+//! tenant.wait_ready().await?;
+//! let greeting: ConfigMap = tenant.mcp().get("default/hello").await?;
+//! assert_eq!(greeting.data.unwrap()["greeting"], "Hello, world!");
+//! tenant.delete().await?;
+//! tenant.wait_gone().await?;
+//! platform.stop().await;
+//! # Ok(()) }
+//! ```
+//!
+//! The provider runs as in production: under its generated RBAC only, with onboarding and
+//! tenant access ordered from the simulated platform (see [`crate::dev`] for what is simulated
+//! and how it differs from openmcp-operator). Every wait has one timeout
+//! ([`TestPlatformBuilder::timeout`], 120 s by default, generous for shared CI machines); when it
+//! passes, the error names what was awaited and what is stuck: the object's phase, conditions
+//! and finalizers, its last Events, and the access requests the platform has not granted.
+
+use std::any::TypeId;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use kube::core::NamespaceResourceScope;
+use kube::runtime::WatchStreamExt;
+use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use service_provider_runtime::access::clients::ClientFactory;
+use service_provider_runtime::dev::{ClusterHandle, DevError, TestEnv};
+use service_provider_runtime::dev_mode::DevSamples;
+use service_provider_runtime::kcp::KcpSettings;
+use service_provider_runtime::openmcp::constants::{
+    MANAGED_BY_LABEL, ONBOARDING_NAME_LABEL, ONBOARDING_NAMESPACE_LABEL, PURPOSE_WORKLOAD,
+};
+use service_provider_runtime::openmcp::naming::label_value;
+use service_provider_runtime::openmcp::{AccessRequest, ClusterRequest};
+use service_provider_runtime::runner::{RunOptions, Runtime};
+
+use crate::{Identity, Mode, Phase, Reconcile, ServiceProvider};
+
+/// How long every wait of the kit lasts unless [`TestPlatformBuilder::timeout`] says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The onboarding namespace of tenants created without one (openMCP's `project-<p>--ws-<w>`).
+pub const DEFAULT_TENANT_NAMESPACE: &str = "project-test--ws-test";
+/// How many Events [`Tenant::explain`] shows.
+const EXPLAIN_EVENTS: usize = 5;
+
+/// Why a test step failed. Its `Debug` output is its message, so a test returning
+/// `Result<(), TestError>` prints what is stuck rather than a struct dump.
+///
+/// ```
+/// use service_provider::testing::TestError;
+///
+/// fn check(e: &TestError) -> bool {
+///     matches!(e, TestError::Timeout { .. })
+/// }
+/// ```
+#[derive(thiserror::Error)]
+#[non_exhaustive]
+pub enum TestError {
+    /// The simulated platform or the provider could not start.
+    #[error("starting the test platform: {0}")]
+    Start(String),
+    /// A request to one of the clusters failed.
+    #[error("{what}: {source}")]
+    Kube {
+        /// What was being done.
+        what: String,
+        /// The client error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Something awaited did not happen in time.
+    #[error("timed out after {timeout:?} waiting for {what}{}", stuck_suffix(.stuck))]
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// How long the wait lasted.
+        timeout: Duration,
+        /// What the kit found stuck when the time was up (object state, Events, pending access).
+        stuck: String,
+    },
+    /// The test asked for something that cannot work; the message says how to fix it.
+    #[error("{0}")]
+    Usage(String),
+}
+
+fn stuck_suffix(stuck: &str) -> String {
+    if stuck.is_empty() {
+        String::new()
+    } else {
+        format!("\n{stuck}")
+    }
+}
+
+impl fmt::Debug for TestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl From<DevError> for TestError {
+    fn from(e: DevError) -> Self {
+        TestError::Start(e.to_string())
+    }
+}
+
+fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> TestError {
+    let what = what.into();
+    move |source| TestError::Kube { what, source }
+}
+
+/// Configures a [`TestPlatform`] before it starts.
+///
+/// ```no_run
+/// # use service_provider::prelude::*;
+/// # #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
+/// # pub struct HelloSpec { pub greeting: String }
+/// # impl Reconcile for Hello {
+/// #     async fn create_or_update(&self, _: &Context<Self>) -> Result<Outcome, Error> { Ok(Outcome::ready()) }
+/// #     async fn delete(&self, _: &Context<Self>) -> Result<Deletion, Error> { Ok(Deletion::done()) }
+/// # }
+/// # async fn test() -> Result<(), service_provider::testing::TestError> {
+/// use std::time::Duration;
+/// use service_provider::testing::TestPlatform;
+///
+/// let platform = TestPlatform::<Hello>::builder()
+///     .provider_config(serde_json::json!({ "pollInterval": "1m" }))
+///     .timeout(Duration::from_secs(30))
+///     .start()
+///     .await?;
+/// # let _ = platform; Ok(()) }
+/// ```
+pub struct TestPlatformBuilder<P> {
+    config: Option<Value>,
+    modes: Option<Vec<Mode>>,
+    timeout: Duration,
+    provider_name: Option<String>,
+    _provider: PhantomData<fn() -> P>,
+}
+
+impl<P> fmt::Debug for TestPlatformBuilder<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TestPlatformBuilder")
+            .field("config", &self.config)
+            .field("modes", &self.modes)
+            .field("timeout", &self.timeout)
+            .field("provider_name", &self.provider_name)
+            .finish()
+    }
+}
+
+impl<P: Reconcile> TestPlatformBuilder<P> {
+    /// The ProviderConfig's `spec` (any value that serializes to it: `serde_json::json!` or the
+    /// generated `…ProviderConfigSpec`). Default: the sample `<provider> dev` uses, generated from
+    /// the CRD (required fields filled in, the sample object's `version` offered).
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<P>::builder()
+    ///     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }] }))
+    ///     .start()
+    ///     .await?;
+    /// # let _ = platform; Ok(()) }
+    /// ```
+    pub fn provider_config(mut self, spec: impl Serialize) -> Self {
+        // A spec that does not serialize is reported by `start`, where errors can be returned.
+        self.config = Some(serde_json::to_value(spec).unwrap_or(Value::Null));
+        self
+    }
+
+    /// The modes the provider serves. Default: standard mode, plus kcp mode when the provider is
+    /// declared with `kcp`. Asking for kcp mode starts an embedded kcp with a provider workspace
+    /// exporting the provider's API; [`TestPlatform::create_kcp_tenant`] binds tenant
+    /// workspaces to it.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
+    /// use service_provider::Mode;
+    /// // Only kcp mode: no onboarding access is ordered, no ControlPlanes are watched.
+    /// let platform = service_provider::testing::TestPlatform::<P>::builder()
+    ///     .modes([Mode::Kcp])
+    ///     .start()
+    ///     .await?;
+    /// # let _ = platform; Ok(()) }
+    /// ```
+    pub fn modes(mut self, modes: impl IntoIterator<Item = Mode>) -> Self {
+        self.modes = Some(modes.into_iter().collect());
+        self
+    }
+
+    /// How long each wait lasts, and start-up (default [`DEFAULT_TIMEOUT`]).
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<P>::builder()
+    ///     .timeout(std::time::Duration::from_secs(20))
+    ///     .start()
+    ///     .await?;
+    /// # let _ = platform; Ok(()) }
+    /// ```
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// `--provider-name` (names the ProviderConfig and the access requests); default: the kind
+    /// in lower case.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<P>::builder()
+    ///     .provider_name("velero")
+    ///     .start()
+    ///     .await?;
+    /// assert_eq!(platform.provider_name(), "velero");
+    /// # Ok(()) }
+    /// ```
+    pub fn provider_name(mut self, name: impl Into<String>) -> Self {
+        self.provider_name = Some(name.into());
+        self
+    }
+
+    /// Starts the simulated platform with the provider installed as `init` leaves it (CRDs,
+    /// ProviderConfig, ServiceProvider, its platform identity), and the provider running in
+    /// this process in the chosen modes. Needs a multi-threaded tokio runtime
+    /// (`#[tokio::test(flavor = "multi_thread")]`): the clusters and the provider run on it.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<P>::builder().start().await?;
+    /// # let _ = platform; Ok(()) }
+    /// ```
+    pub async fn start(self) -> Result<TestPlatform<P>, TestError> {
+        let info = P::INFO;
+        let modes = self.modes.clone().unwrap_or_else(|| {
+            let mut m = vec![Mode::Standard];
+            if info.kcp {
+                m.push(Mode::Kcp);
+            }
+            m
+        });
+        if modes.is_empty() {
+            return Err(TestError::Usage(
+                "TestPlatformBuilder::modes got no mode; give Mode::Standard, Mode::Kcp or both"
+                    .into(),
+            ));
+        }
+        let kcp = modes.contains(&Mode::Kcp);
+        if kcp && !info.kcp {
+            return Err(TestError::Usage(format!(
+                "{} is declared without `kcp` in #[service_provider(...)], so it has no kcp mode to test; add `kcp` to the attribute or test Mode::Standard only",
+                info.kind
+            )));
+        }
+        let config = match self.config {
+            Some(Value::Null) => {
+                return Err(TestError::Usage(
+                    "the ProviderConfig spec given to TestPlatformBuilder::provider_config does not serialize to JSON".into(),
+                ));
+            }
+            Some(spec) => spec,
+            None => DevSamples::default().resolve::<P>().0,
+        };
+        let mut builder = TestEnv::builder()
+            .provider::<P>()
+            .provider_config(config)
+            .timeout(self.timeout);
+        if let Some(name) = &self.provider_name {
+            builder = builder.provider_name(name);
+        }
+        if kcp {
+            builder = builder.kcp(0);
+        }
+        let env = builder.start().await?;
+        let provider = env.provider().ok_or_else(|| {
+            TestError::Start("the simulated platform installed no provider".into())
+        })?;
+        let platform_client = ClientFactory::new()
+            .client(provider.platform_kubeconfig().as_bytes())
+            .await
+            .map_err(|e| TestError::Start(format!("the provider's platform kubeconfig: {e}")))?;
+        let mut options = RunOptions::new(provider.name(), env.pod_namespace());
+        options.onboarding_timeout = self.timeout;
+        let mut runtime = Runtime::<P>::start(platform_client, options)
+            .await
+            .map_err(|e| TestError::Start(format!("the provider: {e}")))?;
+        if modes.contains(&Mode::Standard) {
+            runtime
+                .start_standard()
+                .await
+                .map_err(|e| TestError::Start(format!("standard mode: {e}")))?;
+        }
+        if kcp {
+            let kubeconfig = env
+                .kcp()
+                .and_then(|k| k.provider_kubeconfig())
+                .ok_or_else(|| TestError::Start("kcp has no identity for the provider".into()))?;
+            runtime
+                .start_kcp(KcpSettings::new(&info, kubeconfig.as_bytes()))
+                .await
+                .map_err(|e| TestError::Start(format!("kcp mode: {e}")))?;
+        }
+        Ok(TestPlatform {
+            shared: Arc::new(Shared {
+                provider_name: provider.name().to_owned(),
+                env,
+                timeout: self.timeout,
+            }),
+            runtime: Some(runtime),
+            modes,
+        })
+    }
+}
+
+/// What tenants and clusters share with their platform.
+#[derive(Debug)]
+struct Shared {
+    env: TestEnv,
+    provider_name: String,
+    timeout: Duration,
+}
+
+/// The simulated openMCP platform with provider `P` running: create tenants, change the
+/// ProviderConfig, look into the platform's clusters. Dropping it stops the provider (without
+/// waiting for running reconciles; [`stop`](Self::stop) waits).
+///
+/// ```no_run
+/// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
+/// use service_provider::testing::TestPlatform;
+///
+/// let platform = TestPlatform::<P>::start().await?;
+/// // ... create tenants, wait for them, inspect their clusters ...
+/// platform.stop().await;
+/// # Ok(()) }
+/// ```
+pub struct TestPlatform<P: Reconcile> {
+    shared: Arc<Shared>,
+    runtime: Option<Runtime<P>>,
+    modes: Vec<Mode>,
+}
+
+impl<P: Reconcile> fmt::Debug for TestPlatform<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TestPlatform")
+            .field("provider", &P::INFO.kind)
+            .field("provider_name", &self.shared.provider_name)
+            .field("modes", &self.modes)
+            .field("running", &self.runtime.is_some())
+            .finish()
+    }
+}
+
+impl<P: Reconcile> TestPlatform<P> {
+    /// A builder, for a ProviderConfig, modes or a timeout other than the defaults.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<P>::builder()
+    ///     .provider_config(serde_json::json!({}))
+    ///     .start()
+    ///     .await?;
+    /// # let _ = platform; Ok(()) }
+    /// ```
+    pub fn builder() -> TestPlatformBuilder<P> {
+        TestPlatformBuilder {
+            config: None,
+            modes: None,
+            timeout: DEFAULT_TIMEOUT,
+            provider_name: None,
+            _provider: PhantomData,
+        }
+    }
+
+    /// Starts with the defaults: the sample ProviderConfig, standard mode (and kcp mode for a
+    /// provider declared with `kcp`), [`DEFAULT_TIMEOUT`].
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<P>::start().await?;
+    /// # let _ = platform; Ok(()) }
+    /// ```
+    pub async fn start() -> Result<Self, TestError> {
+        Self::builder().start().await
+    }
+
+    /// The modes the provider serves.
+    ///
+    /// ```no_run
+    /// # fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) {
+    /// if platform.modes().contains(&service_provider::Mode::Kcp) { /* also test a workspace */ }
+    /// # }
+    /// ```
+    pub fn modes(&self) -> &[Mode] {
+        &self.modes
+    }
+
+    /// The provider name (`--provider-name`; also the ProviderConfig's name).
+    ///
+    /// ```no_run
+    /// # fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) {
+    /// println!("ProviderConfig {}", platform.provider_name());
+    /// # }
+    /// ```
+    pub fn provider_name(&self) -> &str {
+        &self.shared.provider_name
+    }
+
+    /// A tenant in standard mode: creates the ControlPlane `name` (in
+    /// [`DEFAULT_TENANT_NAMESPACE`], or the namespace given as `namespace/name`), waits until the
+    /// platform made its MCP cluster, and creates the Service API object of the same name and
+    /// namespace with `spec` on the onboarding cluster, as an end user would.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) -> Result<(), service_provider::testing::TestError> {
+    /// let a = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0" })).await?;
+    /// let b = platform.create_tenant("project-x--ws-y/tenant-b", serde_json::json!({ "version": "1.0.0" })).await?;
+    /// assert_eq!(b.namespace(), "project-x--ws-y");
+    /// # let _ = a; Ok(()) }
+    /// ```
+    pub async fn create_tenant(
+        &self,
+        name: &str,
+        spec: impl Serialize,
+    ) -> Result<Tenant<P>, TestError> {
+        if !self.modes.contains(&Mode::Standard) {
+            return Err(TestError::Usage(format!(
+                "create_tenant makes a standard-mode tenant, but the provider serves {:?} only; add Mode::Standard to TestPlatformBuilder::modes or use create_kcp_tenant",
+                self.modes
+            )));
+        }
+        let (namespace, name) = match name.split_once('/') {
+            Some((ns, n)) => (ns.to_owned(), n.to_owned()),
+            None => (DEFAULT_TENANT_NAMESPACE.to_owned(), name.to_owned()),
+        };
+        let spec = spec_value(spec)?;
+        let env = &self.shared.env;
+        let mcp = env.create_control_plane(&namespace, &name).await?;
+        let tenant = Tenant {
+            shared: self.shared.clone(),
+            identity: Identity::standard(&namespace, &name),
+            api: Api::namespaced(env.onboarding().client(), &namespace),
+            cluster: Cluster::from_handle("mcp", &mcp, self.shared.timeout),
+            timeout: self.shared.timeout,
+        };
+        tenant.create(spec).await?;
+        Ok(tenant)
+    }
+
+    /// A tenant in kcp mode: creates the workspace `root:<workspace>` (or the full path given,
+    /// `root:org:ws`), binds it to the provider's APIExport with every permission claim
+    /// accepted, and creates the Service API object named like the workspace's last segment in
+    /// namespace `default` with `spec`, as an end user would.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) -> Result<(), service_provider::testing::TestError> {
+    /// let tenant = platform.create_kcp_tenant("team-a", serde_json::json!({ "version": "1.0.0" })).await?;
+    /// assert_eq!(tenant.name(), "team-a");
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_kcp_tenant(
+        &self,
+        workspace: &str,
+        spec: impl Serialize,
+    ) -> Result<Tenant<P>, TestError> {
+        let Some(kcp) = self
+            .shared
+            .env
+            .kcp()
+            .filter(|_| self.modes.contains(&Mode::Kcp))
+        else {
+            return Err(TestError::Usage(format!(
+                "create_kcp_tenant needs kcp mode, but the provider serves {:?}; declare the provider with `kcp` and keep Mode::Kcp in TestPlatformBuilder::modes",
+                self.modes
+            )));
+        };
+        let path = if workspace.starts_with("root:") {
+            workspace.to_owned()
+        } else {
+            format!("root:{workspace}")
+        };
+        let spec = spec_value(spec)?;
+        let ws = kcp.bind_workspace(&path).await?;
+        let name = path.rsplit(':').next().unwrap_or(&path).to_owned();
+        let client = kcp.client(&ws.path);
+        let tenant = Tenant {
+            shared: self.shared.clone(),
+            identity: Identity {
+                cluster: Some(ws.name.clone()),
+                namespace: "default".into(),
+                name,
+            },
+            api: Api::namespaced(client.clone(), "default"),
+            cluster: Cluster {
+                name: format!("workspace {}", ws.path),
+                client,
+                kubeconfig: kcp.admin_kubeconfig(&ws.path),
+                timeout: self.shared.timeout,
+            },
+            timeout: self.shared.timeout,
+        };
+        tenant.create(spec).await?;
+        Ok(tenant)
+    }
+
+    /// Replaces the ProviderConfig's `spec`, as a platform operator would; the provider
+    /// reconciles every tenant again.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) -> Result<(), service_provider::testing::TestError> {
+    /// platform.set_provider_config(serde_json::json!({ "versions": [{ "version": "2.0.0" }] })).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_provider_config(&self, spec: impl Serialize) -> Result<(), TestError> {
+        let spec = spec_value(spec)?;
+        let resource = ApiResource::erase::<P::ProviderConfig>(&());
+        let api: Api<DynamicObject> = Api::all_with(self.shared.env.platform().client(), &resource);
+        let name = self.provider_name();
+        api.patch(name, &PatchParams::default(), &replace_spec(spec)?)
+            .await
+            .map_err(kube_err(format!(
+                "replacing the spec of ProviderConfig {name}"
+            )))?;
+        Ok(())
+    }
+
+    /// The platform cluster, as its admin (ProviderConfig, ClusterRequests, AccessRequests,
+    /// kubeconfig Secrets).
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) -> Result<(), service_provider::testing::TestError> {
+    /// use service_provider::openmcp::AccessRequest;
+    /// let requests = platform.platform().list::<AccessRequest>(None).await?;
+    /// # let _ = requests; Ok(()) }
+    /// ```
+    pub fn platform(&self) -> Cluster {
+        Cluster::from_handle("platform", self.shared.env.platform(), self.shared.timeout)
+    }
+
+    /// The onboarding cluster, as its admin (ControlPlanes, standard-mode Service API objects,
+    /// their Events).
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) -> Result<(), service_provider::testing::TestError> {
+    /// use service_provider::openmcp::ControlPlane;
+    /// let cps = platform.onboarding().list::<ControlPlane>(Some("project-test--ws-test")).await?;
+    /// # let _ = cps; Ok(()) }
+    /// ```
+    pub fn onboarding(&self) -> Cluster {
+        Cluster::from_handle(
+            "onboarding",
+            self.shared.env.onboarding(),
+            self.shared.timeout,
+        )
+    }
+
+    /// Every workload cluster the platform made, oldest first.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) {
+    /// assert!(platform.workload_clusters().len() <= 1, "tenants share one workload cluster");
+    /// # }
+    /// ```
+    pub fn workload_clusters(&self) -> Vec<Cluster> {
+        self.shared
+            .env
+            .clusters()
+            .into_iter()
+            .filter(|c| c.purpose == PURPOSE_WORKLOAD)
+            .map(|c| Cluster::from_handle(&c.name, &c.handle, self.shared.timeout))
+            .collect()
+    }
+
+    /// The simulated platform underneath, for what the kit does not cover (fault injection,
+    /// request counters, more ControlPlanes, kcp shards); see [`crate::dev`].
+    ///
+    /// ```no_run
+    /// # fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) {
+    /// let lists = platform.env().platform().requests("list", "accessrequests");
+    /// # let _ = lists; }
+    /// ```
+    pub fn env(&self) -> &TestEnv {
+        &self.shared.env
+    }
+
+    /// Stops the provider and waits until its running reconciles finished; the clusters keep
+    /// serving until the platform is dropped.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::Reconcile>(platform: service_provider::testing::TestPlatform<P>) {
+    /// platform.stop().await;
+    /// # }
+    /// ```
+    pub async fn stop(mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown();
+            // A reconcile stuck in the author's code must not hang the test forever.
+            let _ = tokio::time::timeout(self.shared.timeout, runtime.wait()).await;
+        }
+        self.shared.env.stop();
+    }
+}
+
+impl<P: Reconcile> Drop for TestPlatform<P> {
+    fn drop(&mut self) {
+        if let Some(runtime) = &self.runtime {
+            runtime.shutdown();
+        }
+        self.shared.env.stop();
+    }
+}
+
+/// A JSON patch replacing the whole `spec` (a merge patch would keep fields the new spec omits).
+fn replace_spec(spec: Value) -> Result<Patch<()>, TestError> {
+    let path = json_patch::jsonptr::PointerBuf::parse("/spec")
+        .map_err(|e| TestError::Usage(format!("the JSON pointer /spec: {e}")))?;
+    Ok(Patch::Json(json_patch::Patch(vec![
+        json_patch::PatchOperation::Add(json_patch::AddOperation { path, value: spec }),
+    ])))
+}
+
+fn spec_value(spec: impl Serialize) -> Result<Value, TestError> {
+    serde_json::to_value(spec)
+        .map_err(|e| TestError::Usage(format!("the spec does not serialize to JSON: {e}")))
+}
+
+/// One tenant: its Service API object (on the onboarding cluster, or in its kcp workspace) and
+/// the clusters the provider serves it in. Cheap to clone.
+///
+/// ```no_run
+/// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) -> Result<(), service_provider::testing::TestError> {
+/// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0" })).await?;
+/// let object = tenant.wait_ready().await?;
+/// tenant.delete().await?;
+/// tenant.wait_gone().await?;
+/// # let _ = object; Ok(()) }
+/// ```
+pub struct Tenant<P> {
+    shared: Arc<Shared>,
+    identity: Identity,
+    api: Api<P>,
+    cluster: Cluster,
+    timeout: Duration,
+}
+
+impl<P: Clone> Clone for Tenant<P> {
+    fn clone(&self) -> Self {
+        Tenant {
+            shared: self.shared.clone(),
+            identity: self.identity.clone(),
+            api: self.api.clone(),
+            cluster: self.cluster.clone(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+impl<P> fmt::Debug for Tenant<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tenant")
+            .field("identity", &self.identity)
+            .field("cluster", &self.cluster.name)
+            .finish()
+    }
+}
+
+impl<P: ServiceProvider> Tenant<P> {
+    /// The Service API object's name.
+    ///
+    /// ```no_run
+    /// # fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) {
+    /// println!("{}", tenant.name());
+    /// # }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.identity.name
+    }
+
+    /// The Service API object's namespace.
+    ///
+    /// ```no_run
+    /// # fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) {
+    /// println!("{}", tenant.namespace());
+    /// # }
+    /// ```
+    pub fn namespace(&self) -> &str {
+        &self.identity.namespace
+    }
+
+    /// Who the tenant is to the provider: what `cx.identity()` says in `create_or_update`.
+    ///
+    /// ```no_run
+    /// # fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) {
+    /// // The tenant's namespace on a shared workload cluster, as a provider might name it.
+    /// let namespace = format!("velero-{}", tenant.identity().stable_id());
+    /// # let _ = namespace; }
+    /// ```
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// Standard or kcp.
+    ///
+    /// ```no_run
+    /// # fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) {
+    /// assert_eq!(tenant.mode(), service_provider::Mode::Standard);
+    /// # }
+    /// ```
+    pub fn mode(&self) -> Mode {
+        self.identity.mode()
+    }
+
+    /// This tenant with another timeout for its waits (the platform's by default): shorter to
+    /// check that something does *not* happen, longer for a slow install.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// let err = tenant.with_timeout(std::time::Duration::from_secs(2)).wait_ready().await.unwrap_err();
+    /// println!("{err}");  // what is stuck
+    /// # Ok(()) }
+    /// ```
+    pub fn with_timeout(&self, timeout: Duration) -> Tenant<P> {
+        Tenant {
+            timeout,
+            cluster: Cluster {
+                timeout,
+                ..self.cluster.clone()
+            },
+            ..self.clone()
+        }
+    }
+
+    /// The Service API object as the end user sees it now.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// let object = tenant.get().await?;
+    /// # let _ = object; Ok(()) }
+    /// ```
+    pub async fn get(&self) -> Result<P, TestError> {
+        self.api
+            .get(self.name())
+            .await
+            .map_err(kube_err(format!("reading {}", self.describe())))
+    }
+
+    /// The end user's API of this tenant's Service API objects (onboarding namespace or
+    /// workspace namespace), for what the kit does not cover.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::kube::Error> {
+    /// let all = tenant.api().list(&Default::default()).await?;
+    /// # let _ = all; Ok(()) }
+    /// ```
+    pub fn api(&self) -> &Api<P> {
+        &self.api
+    }
+
+    /// Waits until the object is Ready for its current generation (phase `Ready`,
+    /// `observedGeneration == generation`); returns it. On timeout the error says what is stuck
+    /// (see [`explain`](Self::explain)).
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// let ready = tenant.wait_ready().await?;
+    /// assert_eq!(ready.status().unwrap().condition("Ready").unwrap().status, "True");
+    /// # Ok(()) }
+    /// ```
+    pub async fn wait_ready(&self) -> Result<P, TestError> {
+        self.wait_until("to be Ready", is_ready::<P>).await
+    }
+
+    /// Waits until `condition` holds for the object; returns it. For states other than Ready:
+    /// a reason the provider reports, an extra status field, a deletion that is blocked.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// let refused = tenant
+    ///     .wait_until("to report the unknown version", |o| {
+    ///         o.status()
+    ///             .and_then(|s| s.condition("Ready"))
+    ///             .is_some_and(|c| c.reason == "InvalidInput")
+    ///     })
+    ///     .await?;
+    /// # let _ = refused; Ok(()) }
+    /// ```
+    pub async fn wait_until(
+        &self,
+        what: &str,
+        condition: impl Fn(&P) -> bool,
+    ) -> Result<P, TestError> {
+        let found = watch_until(
+            self.api.clone(),
+            self.name(),
+            self.timeout,
+            |o: Option<&P>| o.is_some_and(&condition),
+        )
+        .await;
+        match found {
+            Ok(Some(object)) => Ok(object),
+            Ok(None) | Err(_) => Err(self.timeout(what).await),
+        }
+    }
+
+    /// Replaces the object's `spec`, as the end user would edit it; [`wait_ready`](Self::wait_ready)
+    /// then waits for the new generation.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// tenant.set_spec(serde_json::json!({ "version": "2.0.0" })).await?;
+    /// tenant.wait_ready().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_spec(&self, spec: impl Serialize) -> Result<P, TestError> {
+        self.api
+            .patch(
+                self.name(),
+                &PatchParams::default(),
+                &replace_spec(spec_value(spec)?)?,
+            )
+            .await
+            .map_err(kube_err(format!("editing {}", self.describe())))
+    }
+
+    /// Deletes the Service API object, as the end user would; the provider's `delete` runs.
+    /// Returns at once: [`wait_gone`](Self::wait_gone) waits until the provider let it go.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// tenant.delete().await?;
+    /// tenant.wait_gone().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete(&self) -> Result<(), TestError> {
+        match self.api.delete(self.name(), &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(kube_err(format!("deleting {}", self.describe()))(e)),
+        }
+    }
+
+    /// Waits until the object is gone: the provider's `delete` finished, its access was given
+    /// back and the finalizer removed. On timeout the error says what is stuck.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// tenant.delete().await?;
+    /// tenant.wait_gone().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn wait_gone(&self) -> Result<(), TestError> {
+        let found = watch_until(
+            self.api.clone(),
+            self.name(),
+            self.timeout,
+            |o: Option<&P>| o.is_none(),
+        )
+        .await;
+        match found {
+            Ok(_) => Ok(()),
+            Err(_) => Err(self.timeout("to be gone").await),
+        }
+    }
+
+    /// The tenant cluster the provider installs into: the MCP cluster in standard mode, the
+    /// workspace in kcp mode; as its admin.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// use service_provider::k8s_openapi::api::core::v1::ConfigMap;
+    /// let greeting: ConfigMap = tenant.mcp().get("default/hello").await?;
+    /// # let _ = greeting; Ok(()) }
+    /// ```
+    pub fn mcp(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// The workload cluster the platform granted this tenant (for providers declared with
+    /// `workload_cluster`), as its admin. Waits until the grant exists.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// use service_provider::k8s_openapi::api::apps::v1::Deployment;
+    /// let worker: Deployment = tenant.workload().await?.get("velero-ns/velero").await?;
+    /// # let _ = worker; Ok(()) }
+    /// ```
+    pub async fn workload(&self) -> Result<Cluster, TestError> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let mut interval = Duration::from_millis(20);
+        loop {
+            let requests = self.requests::<ClusterRequest>().await?;
+            let granted = requests.iter().find_map(|r| {
+                let status = r.status.as_ref()?;
+                (r.spec.purpose == PURPOSE_WORKLOAD).then_some(())?;
+                let c = status.cluster.as_ref()?;
+                self.shared.env.operator().cluster(&c.namespace, &c.name)
+            });
+            if let Some(handle) = granted {
+                return Ok(Cluster::from_handle(
+                    &format!("workload cluster {}", handle.name()),
+                    &handle,
+                    self.timeout,
+                ));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(self.timeout("to get a workload cluster").await);
+            }
+            tokio::time::sleep(interval).await;
+            interval = (interval * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    /// The Events about the object, oldest first: the runtime's on status transitions and the
+    /// provider's own (`cx.events()`).
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// let reasons: Vec<String> = tenant.events().await?.into_iter().filter_map(|e| e.reason).collect();
+    /// # let _ = reasons; Ok(()) }
+    /// ```
+    pub async fn events(&self) -> Result<Vec<Event>, TestError> {
+        let api: Api<Event> = Api::namespaced(self.api.clone().into_client(), self.namespace());
+        let mut events: Vec<Event> = api
+            .list(&ListParams::default())
+            .await
+            .map_err(kube_err(format!(
+                "listing the Events of {}",
+                self.describe()
+            )))?
+            .items
+            .into_iter()
+            .filter(|e| {
+                e.regarding.as_ref().is_some_and(|r| {
+                    r.name.as_deref() == Some(self.name())
+                        && r.kind.as_deref() == Some(P::INFO.kind)
+                })
+            })
+            .collect();
+        events.sort_by_key(|e| {
+            e.series
+                .as_ref()
+                .map(|s| s.last_observed_time.0)
+                .or(e.event_time.as_ref().map(|t| t.0))
+                .or(e.metadata.creation_timestamp.as_ref().map(|t| t.0))
+        });
+        Ok(events)
+    }
+
+    /// What the provider and the platform say about this tenant now: the object's phase,
+    /// generation, conditions and finalizers, its last Events, and the access requests the
+    /// platform has not granted. What a timeout reports; handy in an `assert!` message too.
+    ///
+    /// ```no_run
+    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) {
+    /// println!("{}", tenant.explain().await);
+    /// # }
+    /// ```
+    pub async fn explain(&self) -> String {
+        let mut lines = Vec::new();
+        match self.api.get_opt(self.name()).await {
+            Ok(Some(object)) => lines.push(describe_object(&object)),
+            Ok(None) => lines.push(format!("{} does not exist", self.describe())),
+            Err(e) => lines.push(format!("{} cannot be read: {e}", self.describe())),
+        }
+        match self.events().await {
+            Ok(events) if events.is_empty() => lines.push("  no Events".into()),
+            Ok(events) => {
+                lines.push("  last Events:".into());
+                let skip = events.len().saturating_sub(EXPLAIN_EVENTS);
+                for e in events.iter().skip(skip) {
+                    lines.push(format!(
+                        "    {} {}: {}",
+                        e.type_.as_deref().unwrap_or("-"),
+                        e.reason.as_deref().unwrap_or("-"),
+                        e.note.as_deref().unwrap_or("")
+                    ));
+                }
+            }
+            Err(e) => lines.push(format!("  Events cannot be read: {e}")),
+        }
+        let pending = self.pending_access().await;
+        if pending.is_empty() {
+            lines.push("  no access request is pending".into());
+        } else {
+            lines.push("  access not granted yet:".into());
+            lines.extend(pending.into_iter().map(|p| format!("    {p}")));
+        }
+        lines.join("\n")
+    }
+
+    async fn create(&self, spec: Value) -> Result<(), TestError> {
+        let resource = ApiResource::erase::<P>(&());
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.api.clone().into_client(), self.namespace(), &resource);
+        let mut object = DynamicObject::new(self.name(), &resource).within(self.namespace());
+        object.data = json!({ "spec": spec });
+        api.create(&PostParams::default(), &object)
+            .await
+            .map_err(kube_err(format!("creating {}", self.describe())))?;
+        Ok(())
+    }
+
+    /// The access requests of `K` (ClusterRequests or AccessRequests) the provider made for
+    /// this tenant, found by the labels the runtime puts on them.
+    async fn requests<K>(&self) -> Result<Vec<K>, TestError>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug,
+    {
+        let selector = format!(
+            "{MANAGED_BY_LABEL}={},{ONBOARDING_NAME_LABEL}={},{ONBOARDING_NAMESPACE_LABEL}={}",
+            label_value(&self.shared.provider_name),
+            label_value(self.name()),
+            label_value(&self.identity.access_namespace()),
+        );
+        Api::<K>::all(self.shared.env.platform().client())
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map(|l| l.items)
+            .map_err(kube_err(format!(
+                "listing the {} of {}",
+                K::plural(&()),
+                self.describe()
+            )))
+    }
+
+    async fn pending_access(&self) -> Vec<String> {
+        let mut pending = Vec::new();
+        match self.requests::<ClusterRequest>().await {
+            Ok(crs) => pending.extend(crs.iter().filter_map(|r| {
+                let status = r.status.as_ref().map(|s| &s.common);
+                not_granted("ClusterRequest", r, status)
+            })),
+            Err(e) => pending.push(e.to_string()),
+        }
+        match self.requests::<AccessRequest>().await {
+            Ok(ars) => pending.extend(ars.iter().filter_map(|r| {
+                let status = r.status.as_ref().map(|s| &s.common);
+                not_granted("AccessRequest", r, status)
+            })),
+            Err(e) => pending.push(e.to_string()),
+        }
+        pending
+    }
+
+    fn describe(&self) -> String {
+        format!("{} {}", P::INFO.kind, self.identity)
+    }
+
+    async fn timeout(&self, what: &str) -> TestError {
+        TestError::Timeout {
+            what: format!("{} {what}", self.describe()),
+            timeout: self.timeout,
+            stuck: self.explain().await,
+        }
+    }
+}
+
+/// Ready for the object's current generation.
+fn is_ready<P: ServiceProvider>(object: &P) -> bool {
+    object.status().is_some_and(|s| {
+        s.phase == Some(Phase::Ready) && s.observed_generation == object.meta().generation
+    })
+}
+
+/// `Kind ns/name: phase, conditions` for a request that is not granted.
+fn not_granted<K: Resource>(
+    kind: &str,
+    request: &K,
+    status: Option<&service_provider_runtime::openmcp::common::CommonStatus>,
+) -> Option<String> {
+    let key = format!(
+        "{kind} {}/{}",
+        request.meta().namespace.as_deref().unwrap_or_default(),
+        request.meta().name.as_deref().unwrap_or_default()
+    );
+    let deleting = request.meta().deletion_timestamp.is_some();
+    match status {
+        Some(s) if s.phase == "Granted" && !deleting => None,
+        Some(s) => {
+            let conditions: Vec<String> = s
+                .conditions
+                .iter()
+                .filter(|c| c.status != "True")
+                .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
+                .collect();
+            let phase = if s.phase.is_empty() {
+                "Pending"
+            } else {
+                &s.phase
+            };
+            Some(format!(
+                "{key}: {phase}{}{}",
+                if deleting { " (being deleted)" } else { "" },
+                if conditions.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", conditions.join("; "))
+                }
+            ))
+        }
+        None => Some(format!(
+            "{key}: Pending (no answer from the platform){}",
+            if deleting { " (being deleted)" } else { "" }
+        )),
+    }
+}
+
+/// Phase, generations, conditions and finalizers of a Service API object.
+fn describe_object<P: ServiceProvider>(object: &P) -> String {
+    let meta = object.meta();
+    let mut lines = vec![format!(
+        "{} {}/{}: phase {}, generation {}, observedGeneration {}{}",
+        P::INFO.kind,
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+        object
+            .status()
+            .and_then(|s| s.phase)
+            .map(|p| p.as_str())
+            .unwrap_or("(none)"),
+        meta.generation.map_or("-".into(), |g| g.to_string()),
+        object
+            .status()
+            .and_then(|s| s.observed_generation)
+            .map_or("-".into(), |g| g.to_string()),
+        if meta.deletion_timestamp.is_some() {
+            ", being deleted"
+        } else {
+            ""
+        },
+    )];
+    for c in object
+        .status()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default()
+    {
+        lines.push(format!(
+            "  condition {}={} {}: {}",
+            c.type_, c.status, c.reason, c.message
+        ));
+    }
+    let finalizers = object.finalizers();
+    if !finalizers.is_empty() {
+        lines.push(format!("  finalizers: {}", finalizers.join(", ")));
+    }
+    lines.join("\n")
+}
+
+/// Watches object `name` until `condition` holds for it (`None`: absent); `Ok` with the object,
+/// or, when `timeout` passes, `Err` with the last state seen. Watch errors (a restarted server)
+/// are retried with the watcher's backoff until then; the last one is logged.
+async fn watch_until<K>(
+    api: Api<K>,
+    name: &str,
+    timeout: Duration,
+    condition: impl Fn(Option<&K>) -> bool,
+) -> Result<Option<K>, Seen<K>>
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + 'static,
+{
+    let stream = kube::runtime::watcher::watch_object(api, name).default_backoff();
+    let mut seen = Seen::Nothing;
+    let wait = async {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            let object = match event {
+                Ok(object) => object,
+                // The collection itself is gone (the platform deleted the cluster, or the CRD
+                // was removed): no such object exists.
+                Err(kube::runtime::watcher::Error::InitialListFailed(kube::Error::Api(s)))
+                    if s.code == 404 =>
+                {
+                    None
+                }
+                Err(e) => {
+                    seen = Seen::Error(e.to_string());
+                    continue;
+                }
+            };
+            if condition(object.as_ref()) {
+                return Some(object);
+            }
+            seen = match object {
+                Some(object) => Seen::Object(object),
+                None => Seen::Absent,
+            };
+        }
+        None
+    };
+    match tokio::time::timeout(timeout, wait).await {
+        Ok(Some(found)) => Ok(found),
+        Ok(None) | Err(_) => Err(seen),
+    }
+}
+
+/// What a watch saw last before its wait timed out.
+enum Seen<K> {
+    /// No event at all.
+    Nothing,
+    /// The object did not exist.
+    Absent,
+    /// The object, not matching.
+    Object(K),
+    /// The watch failed (and was being retried).
+    Error(String),
+}
+
+/// One cluster, as its admin: the tenant's MCP cluster or workspace, a workload cluster, the
+/// platform or onboarding cluster. Typed reads by key (`namespace/name`, or `name` for
+/// cluster-scoped kinds) and waits, or the [`client`](Self::client) for anything else. Cheap to
+/// clone.
+///
+/// ```no_run
+/// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::testing::TestError> {
+/// use service_provider::k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+/// let greeting: ConfigMap = cluster.get("default/hello").await?;
+/// let namespace: Option<Namespace> = cluster.get_opt("velero-system").await?;
+/// # let _ = (greeting, namespace); Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Cluster {
+    name: String,
+    client: kube::Client,
+    kubeconfig: String,
+    timeout: Duration,
+}
+
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cluster").field("name", &self.name).finish()
+    }
+}
+
+impl Cluster {
+    fn from_handle(name: &str, handle: &ClusterHandle, timeout: Duration) -> Self {
+        Cluster {
+            name: name.to_owned(),
+            client: handle.client(),
+            kubeconfig: handle.kubeconfig(),
+            timeout,
+        }
+    }
+
+    /// What the kit calls this cluster in messages (`mcp`, `workspace root:a`, …).
+    ///
+    /// ```no_run
+    /// # fn f(cluster: &service_provider::testing::Cluster) {
+    /// println!("looking into {}", cluster.name());
+    /// # }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// An admin `kube::Client` for this cluster.
+    ///
+    /// ```no_run
+    /// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::kube::Error> {
+    /// use service_provider::k8s_openapi::api::core::v1::Pod;
+    /// use service_provider::kube::Api;
+    /// let pods = Api::<Pod>::all(cluster.client()).list(&Default::default()).await?;
+    /// # let _ = pods; Ok(()) }
+    /// ```
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// An admin kubeconfig for this cluster (for `kubectl --kubeconfig`, or a tool the provider
+    /// hands it to).
+    ///
+    /// ```no_run
+    /// # fn f(cluster: &service_provider::testing::Cluster) -> std::io::Result<()> {
+    /// std::fs::write("/tmp/mcp.kubeconfig", cluster.kubeconfig())?;
+    /// # Ok(()) }
+    /// ```
+    pub fn kubeconfig(&self) -> &str {
+        &self.kubeconfig
+    }
+
+    /// The object `key` (`namespace/name`, or `name` for a cluster-scoped kind); an error when
+    /// it does not exist.
+    ///
+    /// ```no_run
+    /// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::testing::TestError> {
+    /// use service_provider::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    /// let crd: CustomResourceDefinition = cluster.get("backups.velero.io").await?;
+    /// # let _ = crd; Ok(()) }
+    /// ```
+    pub async fn get<K>(&self, key: &str) -> Result<K, TestError>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + 'static,
+    {
+        self.get_opt(key).await?.ok_or_else(|| {
+            TestError::Usage(format!(
+                "{} {key} does not exist in {}",
+                K::kind(&()),
+                self.name
+            ))
+        })
+    }
+
+    /// The object `key` (`namespace/name`, or `name` for a cluster-scoped kind), if it exists.
+    ///
+    /// ```no_run
+    /// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::testing::TestError> {
+    /// use service_provider::k8s_openapi::api::core::v1::ConfigMap;
+    /// assert!(cluster.get_opt::<ConfigMap>("default/hello").await?.is_none(), "uninstalled");
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_opt<K>(&self, key: &str) -> Result<Option<K>, TestError>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + 'static,
+    {
+        let (api, name) = self.dynamic::<K>(key)?;
+        let Some(object) = api.get_opt(name).await.map_err(kube_err(format!(
+            "reading {} {key} in {}",
+            K::kind(&()),
+            self.name
+        )))?
+        else {
+            return Ok(None);
+        };
+        convert(object).map(Some)
+    }
+
+    /// Every object of kind `K` in `namespace` (`None`: in every namespace, or a cluster-scoped
+    /// kind).
+    ///
+    /// ```no_run
+    /// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::testing::TestError> {
+    /// use service_provider::k8s_openapi::api::apps::v1::Deployment;
+    /// let deployments: Vec<Deployment> = cluster.list(Some("velero-ns")).await?;
+    /// # let _ = deployments; Ok(()) }
+    /// ```
+    pub async fn list<K>(&self, namespace: Option<&str>) -> Result<Vec<K>, TestError>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + 'static,
+    {
+        let resource = ApiResource::erase::<K>(&());
+        let api: Api<DynamicObject> = match namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            None => Api::all_with(self.client.clone(), &resource),
+        };
+        api.list(&ListParams::default())
+            .await
+            .map_err(kube_err(format!(
+                "listing {} in {}",
+                K::plural(&()),
+                self.name
+            )))?
+            .items
+            .into_iter()
+            .map(convert)
+            .collect()
+    }
+
+    /// Waits until object `key` exists and `condition` holds for it; returns it. On timeout
+    /// the error shows the object's last state.
+    ///
+    /// ```no_run
+    /// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::testing::TestError> {
+    /// use service_provider::k8s_openapi::api::core::v1::ConfigMap;
+    /// let updated: ConfigMap = cluster
+    ///     .wait_for("default/hello", |c: &ConfigMap| {
+    ///         c.data.as_ref().is_some_and(|d| d["greeting"] == "Hello, again!")
+    ///     })
+    ///     .await?;
+    /// # let _ = updated; Ok(()) }
+    /// ```
+    pub async fn wait_for<K>(
+        &self,
+        key: &str,
+        condition: impl Fn(&K) -> bool,
+    ) -> Result<K, TestError>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + Serialize + 'static,
+    {
+        let (api, name) = self.dynamic::<K>(key)?;
+        let converted =
+            |o: Option<&DynamicObject>| -> Option<K> { o.and_then(|o| convert(o.clone()).ok()) };
+        let found = watch_until(api, name, self.timeout, |o| {
+            converted(o).is_some_and(|k| condition(&k))
+        })
+        .await;
+        match found {
+            Ok(Some(object)) => convert(object),
+            Ok(None) => Err(self.timeout_error::<K>(key, "to match", "it does not exist".into())),
+            Err(seen) => Err(self.timeout_error::<K>(key, "to match", seen.describe())),
+        }
+    }
+
+    /// Waits until object `key` is gone. On timeout the error shows what holds it (its
+    /// finalizers, whether it is being deleted). An object whose cluster the platform deleted
+    /// (a workload cluster whose last tenant left) or whose CRD was removed is gone too.
+    ///
+    /// ```no_run
+    /// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::testing::TestError> {
+    /// use service_provider::k8s_openapi::api::core::v1::ConfigMap;
+    /// cluster.wait_gone::<ConfigMap>("default/hello").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn wait_gone<K>(&self, key: &str) -> Result<(), TestError>
+    where
+        K: Resource<DynamicType = ()> + 'static,
+    {
+        let (api, name) = self.dynamic::<K>(key)?;
+        match watch_until(api, name, self.timeout, |o| o.is_none()).await {
+            Ok(_) => Ok(()),
+            Err(seen) => Err(self.timeout_error::<K>(key, "to be gone", seen.describe())),
+        }
+    }
+
+    /// An untyped API and the name for `key`, checked against `K`'s scope.
+    fn dynamic<'k, K>(&self, key: &'k str) -> Result<(Api<DynamicObject>, &'k str), TestError>
+    where
+        K: Resource<DynamicType = ()> + 'static,
+    {
+        let namespaced = TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>();
+        let resource = ApiResource::erase::<K>(&());
+        match (key.split_once('/'), namespaced) {
+            (Some((ns, name)), true) if !ns.is_empty() && !name.is_empty() => Ok((
+                Api::namespaced_with(self.client.clone(), ns, &resource),
+                name,
+            )),
+            (None, false) if !key.is_empty() => {
+                Ok((Api::all_with(self.client.clone(), &resource), key))
+            }
+            (_, true) => Err(TestError::Usage(format!(
+                "{} is namespaced: give the key as `namespace/name`, not `{key}`",
+                K::kind(&())
+            ))),
+            (_, false) => Err(TestError::Usage(format!(
+                "{} is cluster-scoped: give the key as `name`, not `{key}`",
+                K::kind(&())
+            ))),
+        }
+    }
+
+    fn timeout_error<K: Resource<DynamicType = ()>>(
+        &self,
+        key: &str,
+        what: &str,
+        stuck: String,
+    ) -> TestError {
+        TestError::Timeout {
+            what: format!("{} {key} in {} {what}", K::kind(&()), self.name),
+            timeout: self.timeout,
+            stuck,
+        }
+    }
+}
+
+fn convert<K: DeserializeOwned + Resource<DynamicType = ()>>(
+    object: DynamicObject,
+) -> Result<K, TestError> {
+    let name = object.name_any();
+    serde_json::to_value(object)
+        .and_then(serde_json::from_value)
+        .map_err(|e| {
+            TestError::Usage(format!(
+                "{} {name} does not deserialize into the type asked for: {e}",
+                K::kind(&())
+            ))
+        })
+}
+
+impl Seen<DynamicObject> {
+    fn describe(&self) -> String {
+        match self {
+            Seen::Nothing => "the watch saw nothing".into(),
+            Seen::Absent => "last seen: it does not exist".into(),
+            Seen::Object(o) => format!("last seen: {}", summarize(o)),
+            Seen::Error(e) => format!("the watch failed: {e}"),
+        }
+    }
+}
+
+/// Deletion state, finalizers and status of an object, for a timeout message.
+fn summarize(object: &DynamicObject) -> String {
+    let mut parts = Vec::new();
+    if object.metadata.deletion_timestamp.is_some() {
+        parts.push("being deleted".to_owned());
+    }
+    let finalizers = object.finalizers();
+    if !finalizers.is_empty() {
+        parts.push(format!("finalizers [{}]", finalizers.join(", ")));
+    }
+    if let Some(status) = object.data.get("status") {
+        let mut text = status.to_string();
+        if text.chars().count() > 600 {
+            text = text.chars().take(600).chain(['…']).collect();
+        }
+        parts.push(format!("status {text}"));
+    }
+    if parts.is_empty() {
+        "exists, no status".into()
+    } else {
+        parts.join(", ")
+    }
+}
