@@ -49,7 +49,6 @@ use kube::api::{
     ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
 use kube::core::NamespaceResourceScope;
-use kube::runtime::WatchStreamExt;
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -914,28 +913,25 @@ impl<P: ServiceProvider> Tenant<P> {
     /// # let _ = worker; Ok(()) }
     /// ```
     pub async fn workload(&self) -> Result<Cluster, TestError> {
-        let deadline = tokio::time::Instant::now() + self.timeout;
-        let mut interval = Duration::from_millis(20);
-        loop {
-            let requests = self.requests::<ClusterRequest>().await?;
-            let granted = requests.iter().find_map(|r| {
-                let status = r.status.as_ref()?;
+        let granted = eventually("a workload cluster", self.timeout, || async {
+            let requests = self.requests::<ClusterRequest>().await.ok()?;
+            requests.iter().find_map(|r| {
+                let cluster = r.status.as_ref()?.cluster.as_ref()?;
                 (r.spec.purpose == PURPOSE_WORKLOAD).then_some(())?;
-                let c = status.cluster.as_ref()?;
-                self.shared.env.operator().cluster(&c.namespace, &c.name)
-            });
-            if let Some(handle) = granted {
-                return Ok(Cluster::from_handle(
-                    &format!("workload cluster {}", handle.name()),
-                    &handle,
-                    self.timeout,
-                ));
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(self.timeout("to get a workload cluster").await);
-            }
-            tokio::time::sleep(interval).await;
-            interval = (interval * 2).min(Duration::from_millis(500));
+                self.shared
+                    .env
+                    .operator()
+                    .cluster(&cluster.namespace, &cluster.name)
+            })
+        })
+        .await;
+        match granted {
+            Ok(handle) => Ok(Cluster::from_handle(
+                &format!("workload cluster {}", handle.name()),
+                &handle,
+                self.timeout,
+            )),
+            Err(_) => Err(self.timeout("to get a workload cluster").await),
         }
     }
 
@@ -1084,8 +1080,15 @@ impl<P: ServiceProvider> Tenant<P> {
     }
 }
 
-/// Ready for the object's current generation.
-fn is_ready<P: ServiceProvider>(object: &P) -> bool {
+/// Whether a Service API object is Ready for its current generation: phase `Ready` and
+/// `observedGeneration == generation`, what [`Tenant::wait_ready`] waits for.
+///
+/// ```no_run
+/// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+/// assert!(service_provider::testing::is_ready(&tenant.get().await?));
+/// # Ok(()) }
+/// ```
+pub fn is_ready<P: ServiceProvider>(object: &P) -> bool {
     object.status().is_some_and(|s| {
         s.phase == Some(Phase::Ready) && s.observed_generation == object.meta().generation
     })
@@ -1175,6 +1178,95 @@ fn describe_object<P: ServiceProvider>(object: &P) -> String {
     lines.join("\n")
 }
 
+/// Waits until object `name` of `api` satisfies `condition` (given `None` while it does not
+/// exist), watching it; returns it (`None`: absent, when that is what was awaited). For objects
+/// the kit has no typed helper for, through any client: a provider's view, a workspace, a
+/// restarted cluster (a failed watch is resumed). On timeout the error shows the object's last
+/// state (deletion, finalizers, status).
+///
+/// ```no_run
+/// # async fn f(client: service_provider::kube::Client) -> Result<(), service_provider::testing::TestError> {
+/// use service_provider::k8s_openapi::api::coordination::v1::Lease;
+/// use service_provider::kube::Api;
+/// let leases: Api<Lease> = Api::namespaced(client, "openmcp-system");
+/// let held = service_provider::testing::wait_for_object(
+///     &leases,
+///     "velero-standard",
+///     std::time::Duration::from_secs(30),
+///     |l: Option<&Lease>| l.is_some_and(|l| l.spec.as_ref().is_some_and(|s| s.holder_identity.is_some())),
+/// )
+/// .await?;
+/// # let _ = held; Ok(()) }
+/// ```
+pub async fn wait_for_object<K>(
+    api: &Api<K>,
+    name: &str,
+    timeout: Duration,
+    condition: impl Fn(Option<&K>) -> bool,
+) -> Result<Option<K>, TestError>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + 'static,
+{
+    watch_until(api.clone(), name, timeout, condition)
+        .await
+        .map_err(|seen| TestError::Timeout {
+            what: format!(
+                "{} {name}{}",
+                api.resource_url().rsplit('/').next().unwrap_or_default(),
+                api.namespace()
+                    .map(|ns| format!(" in namespace {ns}"))
+                    .unwrap_or_default()
+            ),
+            timeout,
+            stuck: seen.describe(),
+        })
+}
+
+/// Runs `check` until it returns `Some`, again and again with a growing pause (20 ms up to
+/// 500 ms); returns its value. For conditions over many objects or several clusters, where no
+/// single watch says it. On timeout the error names `what`.
+///
+/// ```no_run
+/// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::testing::TestError> {
+/// use service_provider::k8s_openapi::api::core::v1::Namespace;
+/// let count = service_provider::testing::eventually(
+///     "three tenant namespaces",
+///     std::time::Duration::from_secs(30),
+///     || async {
+///         let n = cluster.list::<Namespace>(None).await.ok()?.len();
+///         (n >= 3).then_some(n)
+///     },
+/// )
+/// .await?;
+/// # let _ = count; Ok(()) }
+/// ```
+pub async fn eventually<T, F, Fut>(
+    what: &str,
+    timeout: Duration,
+    mut check: F,
+) -> Result<T, TestError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut interval = Duration::from_millis(20);
+    loop {
+        if let Some(value) = check().await {
+            return Ok(value);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(TestError::Timeout {
+                what: what.to_owned(),
+                timeout,
+                stuck: String::new(),
+            });
+        }
+        tokio::time::sleep(interval).await;
+        interval = (interval * 2).min(Duration::from_millis(500));
+    }
+}
+
 /// Watches object `name` until `condition` holds for it (`None`: absent); `Ok` with the object,
 /// or, when `timeout` passes, `Err` with the last state seen. Watch errors (a restarted server)
 /// are retried with the watcher's backoff until then; the last one is logged.
@@ -1187,7 +1279,9 @@ async fn watch_until<K>(
 where
     K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + 'static,
 {
-    let stream = kube::runtime::watcher::watch_object(api, name).default_backoff();
+    // No backoff stream: a failed watch (a restarted server) is retried after a short pause, so a
+    // wait resumes within 100 ms of the server's return rather than after a growing backoff.
+    let stream = kube::runtime::watcher::watch_object(api, name);
     let mut seen = Seen::Nothing;
     let wait = async {
         let mut stream = std::pin::pin!(stream);
@@ -1203,6 +1297,7 @@ where
                 }
                 Err(e) => {
                     seen = Seen::Error(e.to_string());
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             };
@@ -1493,12 +1588,15 @@ fn convert<K: DeserializeOwned + Resource<DynamicType = ()>>(
         })
 }
 
-impl Seen<DynamicObject> {
+impl<K: Serialize> Seen<K> {
     fn describe(&self) -> String {
         match self {
             Seen::Nothing => "the watch saw nothing".into(),
             Seen::Absent => "last seen: it does not exist".into(),
-            Seen::Object(o) => format!("last seen: {}", summarize(o)),
+            Seen::Object(o) => match serde_json::to_value(o).and_then(serde_json::from_value) {
+                Ok(object) => format!("last seen: {}", summarize(&object)),
+                Err(_) => "last seen: it exists".into(),
+            },
             Seen::Error(e) => format!("the watch failed: {e}"),
         }
     }

@@ -1,15 +1,17 @@
 //! What the end-to-end test binaries (`tests/standard`, `tests/kcp`) share: the timeout, logs,
 //! the provider's platform client, stopping a runtime, and the conditions they wait for. Each
-//! binary loads it with `#[path]` and re-exports it from its `common` module.
+//! binary loads it with `#[path]` and re-exports it from its `common` module. The waits are the
+//! author's test kit's (`service_provider::testing`), with a panic for a test that cannot go on.
 
 use std::fmt::Debug;
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use service_provider::dev::TestEnv;
 use service_provider::kube::{Api, Resource};
-use service_provider::{Phase, Reconcile, ServiceProvider};
+use service_provider::{Reconcile, ServiceProvider};
 use service_provider_runtime::runner::Runtime;
 
 /// Generous: the whole suite shares two cores.
@@ -47,11 +49,7 @@ pub async fn stop<P: Reconcile>(runtime: Runtime<P>) {
 
 /// Ready, for the object's current generation.
 pub fn ready<P: ServiceProvider>(object: Option<&P>) -> bool {
-    object.is_some_and(|o| {
-        o.status().is_some_and(|s| {
-            s.phase == Some(Phase::Ready) && s.observed_generation == o.meta().generation
-        })
-    })
+    object.is_some_and(service_provider::testing::is_ready)
 }
 
 /// The `Ready` condition's (status, reason, message).
@@ -67,27 +65,11 @@ pub async fn wait<K>(
     condition: impl Fn(Option<&K>) -> bool + Send + 'static,
 ) -> Option<K>
 where
-    K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
-    K::DynamicType: Default,
+    K: Resource + Clone + Debug + DeserializeOwned + Serialize + Send + Sync + 'static,
 {
-    let condition = std::sync::Arc::new(condition);
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let check = condition.clone();
-        let left = deadline.saturating_duration_since(Instant::now());
-        match service_provider_apiserver::wait_for(api, name, left, move |o: Option<&K>| check(o))
-            .await
-        {
-            Ok(found) => return found,
-            // A connection the test's own client lost (a restarted shard): watch again.
-            Err(service_provider_apiserver::WaitError::Watch { .. })
-                if Instant::now() < deadline =>
-            {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(e) => panic!("waiting for {name}: {e}"),
-        }
-    }
+    service_provider::testing::wait_for_object(api, name, TIMEOUT, condition)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Waits until `check` returns `Some`, checking again with a growing interval; for conditions
@@ -97,7 +79,9 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    eventually_explained(what, timeout, check, || async { String::new() }).await
+    service_provider::testing::eventually(what, timeout, check)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// [`eventually`], where a timeout also reports what `explain` finds stuck: it is asked once,
@@ -105,7 +89,7 @@ where
 pub async fn eventually_explained<T, F, Fut, E, EFut>(
     what: &str,
     timeout: Duration,
-    mut check: F,
+    check: F,
     explain: E,
 ) -> T
 where
@@ -114,23 +98,17 @@ where
     E: FnOnce() -> EFut,
     EFut: Future<Output = String>,
 {
-    let started = Instant::now();
-    let mut interval = Duration::from_millis(20);
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        if started.elapsed() >= timeout {
+    match service_provider::testing::eventually(what, timeout, check).await {
+        Ok(value) => value,
+        Err(e) => {
             let stuck = explain().await;
             let separator = if stuck.is_empty() {
                 ""
             } else {
                 "; still missing: "
             };
-            panic!("timed out after {timeout:?} waiting for {what}{separator}{stuck}");
+            panic!("{e}{separator}{stuck}");
         }
-        tokio::time::sleep(interval).await;
-        interval = (interval * 2).min(Duration::from_millis(500));
     }
 }
 
