@@ -78,10 +78,22 @@ pub use service_provider_runtime::{
 /// Installing a set of objects into a cluster with server-side apply, pruning what a previous
 /// apply installed and this one omits ([`Context::apply_set`]).
 pub use service_provider_runtime::apply;
+/// The Flux API types (`OCIRepository`, `HelmRepository`, `HelmRelease`) a provider declares to
+/// install a Helm chart ([`Context::helm_release`]).
+pub use service_provider_runtime::flux;
 /// The generated manifests ([`manifests()`]), as `<provider> manifests` writes them.
 pub use service_provider_runtime::manifests;
 /// The openMCP API types (`ControlPlane`, `ClusterRequest`, `AccessRequest`, `ServiceProvider`, …).
 pub use service_provider_runtime::openmcp;
+/// The schema of a free-form JSON field (e.g. Helm values in a ProviderConfig):
+/// `#[schemars(schema_with = "service_provider::free_form_schema")]`.
+pub use service_provider_runtime::provider_config::free_form_schema;
+/// Managed resources: where an object lives, its deletion policy, its readiness, and its entry in
+/// `status.resources` ([`Context::resource_set`]); Helm charts and pull-secret copies.
+pub use service_provider_runtime::{
+    DeletionPolicy, HelmChart, HelmInstall, Location, ManagedResource, MemberRef, Readiness,
+    ResourcePhase,
+};
 
 /// The embedded control plane and the simulated openMCP platform (feature `dev`).
 #[cfg(feature = "dev")]

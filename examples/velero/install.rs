@@ -4,10 +4,12 @@
 //! Shared by `main.rs` and its hand-written kube-derive twin (`xtask/macro-cost/velero_by_hand.rs`),
 //! which differ only in how the types are declared.
 
+use service_provider::Location;
 use service_provider::k8s_openapi::ByteString;
 use service_provider::k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use service_provider::k8s_openapi::api::core::v1::{
-    Container, Namespace, PodSpec, PodTemplateSpec, Secret, SecretVolumeSource, Volume, VolumeMount,
+    Container, LocalObjectReference, Namespace, PodSpec, PodTemplateSpec, Secret,
+    SecretVolumeSource, Volume, VolumeMount,
 };
 use service_provider::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionSpec,
@@ -153,65 +155,67 @@ impl Reconcile for Velero {
         let repository = cx.config().image_repository.trim_end_matches('/');
         let image = format!("{repository}/velero:{tag}");
 
-        // Velero's API goes into the tenant's cluster.
-        let mut crds = cx.apply_set(cx.mcp(), "velero-crds");
+        // Velero's API goes into the tenant's cluster; the worker runs on the workload cluster,
+        // next to the tenant's kubeconfig and the platform's pull secrets. The runtime applies
+        // the namespace first and holds the object Progressing until the worker is available.
+        let mut set = cx.resource_set("velero");
         for (kind, plural) in VELERO_KINDS {
-            crds.add(&velero_crd(kind, plural))?;
+            set.add(&velero_crd(kind, plural))?;
         }
-        crds.apply().await?;
-
-        // The worker runs on the workload cluster, next to the tenant's kubeconfig.
         let namespace = worker_namespace(cx);
-        let mut worker = cx.apply_set(cx.workload(), namespace.clone());
-        worker.add(&Namespace {
-            metadata: ObjectMeta {
-                name: Some(namespace.clone()),
+        let workload = Location::WorkloadCluster;
+        set.add_to(
+            workload,
+            &Namespace {
+                metadata: ObjectMeta {
+                    name: Some(namespace.clone()),
+                    ..Default::default()
+                },
                 ..Default::default()
             },
-            ..Default::default()
-        })?;
-        worker.add(&Secret {
-            metadata: ObjectMeta {
-                name: Some(TENANT_KUBECONFIG.into()),
-                namespace: Some(namespace.clone()),
+        )?;
+        set.add_to(
+            workload,
+            &Secret {
+                metadata: ObjectMeta {
+                    name: Some(TENANT_KUBECONFIG.into()),
+                    namespace: Some(namespace.clone()),
+                    ..Default::default()
+                },
+                data: Some(
+                    [(
+                        "kubeconfig".to_owned(),
+                        ByteString(cx.mcp().kubeconfig().to_vec()),
+                    )]
+                    .into(),
+                ),
                 ..Default::default()
             },
-            data: Some(
-                [(
-                    "kubeconfig".to_owned(),
-                    ByteString(cx.mcp().kubeconfig().to_vec()),
-                )]
-                .into(),
-            ),
-            ..Default::default()
-        })?;
-        worker.add(&worker_deployment(
-            &namespace, &image, &self.spec, repository,
-        ))?;
-        worker.apply().await?;
+        )?;
+        let pull_secrets = cx
+            .image_pull_secrets(&mut set, workload, &namespace)
+            .await?;
+        let mut deployment = worker_deployment(&namespace, &image, &self.spec, repository);
+        if let Some(pod) = deployment.spec.template.spec.as_mut() {
+            pod.image_pull_secrets = (!pull_secrets.names.is_empty()).then(|| {
+                pull_secrets
+                    .names
+                    .iter()
+                    .map(|name| LocalObjectReference { name: name.clone() })
+                    .collect()
+            });
+        }
+        let mut entry = set.add_to(workload, &deployment)?;
+        for secret in &pull_secrets.members {
+            entry = entry.depends_on(secret);
+        }
+        let report = set.apply().await?;
 
-        let deployments: Api<Deployment> =
-            Api::namespaced(cx.workload().client().clone(), &namespace);
-        let available = deployments
-            .get_opt(WORKER)
-            .await?
-            .and_then(|d| d.status)
-            .and_then(|s| s.available_replicas)
-            .unwrap_or(0)
-            > 0;
-        let status = VeleroStatus {
-            installed_version: available.then(|| offered.version.clone()),
+        Ok(Outcome::ready().with_status(VeleroStatus {
+            installed_version: report.ready().then(|| offered.version.clone()),
             image: Some(image),
             worker_namespace: Some(namespace),
-        };
-        if !available {
-            return Ok(
-                Outcome::progressing("WorkerStarting", "the Velero server is starting")
-                    .requeue_after(std::time::Duration::from_secs(5))
-                    .with_status(status),
-            );
-        }
-        Ok(Outcome::ready().with_status(status))
+        }))
     }
 
     async fn delete(&self, cx: &Context<Self>) -> Result<Deletion<VeleroStatus>, Error> {
@@ -238,10 +242,9 @@ impl Reconcile for Velero {
                 ),
             ));
         }
-        cx.apply_set(cx.workload(), worker_namespace(cx))
-            .delete()
-            .await?;
-        cx.apply_set(cx.mcp(), "velero-crds").delete().await?;
+        // Everything the set installed goes, the worker before its namespace; the runtime keeps
+        // the object Terminating until it is gone.
+        cx.resource_set("velero").delete().await?;
         Ok(Deletion::done())
     }
 }

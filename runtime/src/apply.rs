@@ -1,26 +1,43 @@
-//! Server-side apply of a set of objects into a cluster, pruning what an earlier apply of the set
-//! installed and this one leaves out — the `kubectl apply --prune --applyset` model (KEP-3659).
+//! Managed resources: server-side apply of a tenant's objects into its clusters, in dependency
+//! order and gated on readiness, pruning what left the set — the `kubectl apply --prune
+//! --applyset` model (KEP-3659) grown into the "managed object" manager every openMCP provider
+//! used to carry privately.
 //!
-//! The set's inventory is a ConfigMap in the target cluster (the ApplySet *parent*), so it
-//! survives restarts of the provider and moves with the cluster: labelled
-//! `applyset.kubernetes.io/id`, annotated with the tooling and the member group-kinds as kubectl
-//! does, and listing every member explicitly (group, version, kind, resource, namespace, name), so
-//! pruning and deleting need neither discovery nor list permissions. Members carry the label
-//! `applyset.kubernetes.io/part-of`.
+//! A set spans the tenant's clusters (each a [`Location`]: the tenant's control plane, the
+//! workload cluster, the platform cluster). Each cluster keeps the set's inventory in a ConfigMap
+//! (the ApplySet *parent*), so it survives restarts of the provider and moves with the cluster:
+//! labelled `applyset.kubernetes.io/id`, annotated with the tooling and the member group-kinds as
+//! kubectl does, and listing every member explicitly (group, version, kind, resource, namespace,
+//! name, with its deletion policy and dependencies), so pruning and deleting need neither
+//! discovery nor list permissions. Members carry the label `applyset.kubernetes.io/part-of`.
 //!
-//! An apply first widens the inventory to old ∪ new (a crash half-way leaves nothing untracked),
-//! applies the members (namespaces and CRDs first), deletes the members that left the set (in
-//! reverse order), and then narrows the inventory to the new set.
+//! **Apply** widens each inventory to old ∪ new (a crash half-way leaves nothing untracked), then
+//! walks the members in dependency order — explicit [`Entry::depends_on`], plus a namespace
+//! before what lives in it and a CRD before its custom resources — applying a member only once
+//! every dependency is [ready](Readiness); an object whose live state already holds everything the
+//! set declares is not written again, so a reconcile with nothing to do makes no write. Members
+//! that left the set are deleted (or orphaned), and the inventory is narrowed to the new set.
+//!
+//! **Delete** removes the recorded members in reverse dependency order: a member is deleted only
+//! once everything depending on it is gone; an [`DeletionPolicy::Orphan`] member stays and loses
+//! its set label.
+//!
+//! Every apply and delete reports one [`ManagedResource`] per member, in the shape of the Go
+//! providers' `status.resources`; a set made by [`Context`](crate::Context) hands them to the
+//! runtime, which writes them into the Service API object's status and holds it `Progressing`
+//! until every member is ready.
 
-use std::any::TypeId;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use k8s_openapi::ClusterResourceScope;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams};
 use kube::{Api, Resource};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Label on every member: the id of the set it belongs to.
 pub const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";
@@ -60,6 +77,134 @@ pub enum ApplyError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// Which of the tenant's clusters an object lives in, as the Go providers' `status.resources`
+/// name it.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub enum Location {
+    /// The tenant's control plane: the MCP cluster, or the kcp workspace.
+    ManagedControlPlane,
+    /// The workload cluster the provider runs the tenant's workers on.
+    WorkloadCluster,
+    /// The platform cluster.
+    PlatformCluster,
+}
+
+impl Location {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Location::ManagedControlPlane => "ManagedControlPlane",
+            Location::WorkloadCluster => "WorkloadCluster",
+            Location::PlatformCluster => "PlatformCluster",
+        }
+    }
+
+    /// For messages: "tenant cluster", "workload cluster", "platform cluster".
+    fn describe(self) -> &'static str {
+        match self {
+            Location::ManagedControlPlane => "tenant cluster",
+            Location::WorkloadCluster => "workload cluster",
+            Location::PlatformCluster => "platform cluster",
+        }
+    }
+}
+
+/// What happens to a member when the set is deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DeletionPolicy {
+    /// The object is deleted (the default).
+    #[default]
+    Delete,
+    /// The object stays, without its set label — e.g. a namespace that may hold end-user data.
+    Orphan,
+}
+
+/// Whether a member is ready, as a [readiness check](Entry::ready_when) sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Readiness {
+    /// Ready: what depends on it may be applied.
+    Ready,
+    /// Not ready yet; the message says what it waits for.
+    Pending(String),
+    /// Failed; the message says why. Reported on the Service API object.
+    Failed(String),
+}
+
+/// A member's own readiness check: the author's, for kinds the built-in rules do not know.
+pub type ReadyCheck = Arc<dyn Fn(&DynamicObject) -> Readiness + Send + Sync>;
+
+/// Phase of one managed object in `status.resources` (the Go providers' `InstancePhase` values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum ResourcePhase {
+    /// The object exists and is ready.
+    Ready,
+    /// Not applied yet, or applied and not ready yet.
+    Pending,
+    /// The object reports a failure.
+    Failed,
+    /// Being deleted.
+    Terminating,
+}
+
+/// One managed object in a Service API object's `status.resources`: the shape of
+/// `ManagedResource` in service-provider-velero and -external-secrets (a `TypedObjectReference`
+/// inline, then phase, message and location), so dashboards built for them keep working.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedResource {
+    /// API group; absent for the core group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_group: Option<String>,
+    /// Kind.
+    pub kind: String,
+    /// Name.
+    pub name: String,
+    /// Namespace; absent for cluster-scoped objects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Ready, Pending, Failed or Terminating.
+    pub phase: ResourcePhase,
+    /// What the phase means for this object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The cluster it lives in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<Location>,
+}
+
+impl ManagedResource {
+    fn new(key: &MemberRef, phase: ResourcePhase, message: impl Into<String>) -> Self {
+        let m = &key.member;
+        ManagedResource {
+            api_group: (!m.group.is_empty()).then(|| m.group.clone()),
+            kind: m.kind.clone(),
+            name: m.name.clone(),
+            namespace: m.namespace.clone(),
+            phase,
+            message: Some(message.into()),
+            location: Some(key.location),
+        }
+    }
+
+    /// `Kind namespace/name on the <location>`, for messages.
+    pub fn describe(&self) -> String {
+        let mut out = self.kind.clone();
+        out.push(' ');
+        if let Some(ns) = &self.namespace {
+            out.push_str(ns);
+            out.push('/');
+        }
+        out.push_str(&self.name);
+        if let Some(location) = self.location {
+            out.push_str(" on the ");
+            out.push_str(location.describe());
+        }
+        out
+    }
 }
 
 /// One member of a set, as recorded in the inventory.
@@ -103,7 +248,8 @@ impl Member {
         }
     }
 
-    /// Namespaces, then CRDs, then RBAC and configuration, then everything else.
+    /// Namespaces, then CRDs, then RBAC and configuration, then everything else: the order among
+    /// members no dependency orders.
     fn order(&self) -> u8 {
         match (self.group.as_str(), self.kind.as_str()) {
             ("", "Namespace") => 0,
@@ -133,41 +279,191 @@ impl std::fmt::Display for Member {
     }
 }
 
+/// A member and the cluster it lives in: what [`Entry::depends_on`] names.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct MemberRef {
+    /// The cluster.
+    pub location: Location,
+    /// The object.
+    #[serde(flatten)]
+    pub member: Member,
+}
+
+impl std::fmt::Display for MemberRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} on the {}", self.member, self.location.describe())
+    }
+}
+
+/// One line of a cluster's inventory: the member, and what deleting it needs to know.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Recorded {
+    #[serde(flatten)]
+    member: Member,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    orphan: bool,
+    #[serde(default, rename = "dependsOn", skip_serializing_if = "Vec::is_empty")]
+    depends_on: Vec<MemberRef>,
+}
+
 /// What an apply did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ApplyReport {
-    /// Members applied.
+    /// Members written (created or changed).
     pub applied: Vec<Member>,
-    /// Members of the previous apply that were deleted.
+    /// Members whose live state already matched: not written.
+    pub unchanged: Vec<Member>,
+    /// Members not applied because a dependency is not ready.
+    pub waiting: Vec<Member>,
+    /// Members of the previous apply that were deleted or orphaned.
     pub pruned: Vec<Member>,
+    /// One entry per member, in apply order.
+    pub resources: Vec<ManagedResource>,
 }
 
-/// A named set of objects for one cluster. Build it with [`add`](Self::add), then
-/// [`apply`](Self::apply); or [`delete`](Self::delete) everything an earlier apply installed.
-pub struct ApplySet {
+impl ApplyReport {
+    /// Whether every member is ready.
+    pub fn ready(&self) -> bool {
+        self.resources
+            .iter()
+            .all(|r| r.phase == ResourcePhase::Ready)
+    }
+}
+
+/// What a delete did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeleteReport {
+    /// Members gone (deleted now or earlier).
+    pub deleted: Vec<Member>,
+    /// Members left in place without their set label.
+    pub orphaned: Vec<Member>,
+    /// Members still present: being deleted, or waiting for what depends on them to go.
+    pub remaining: Vec<ManagedResource>,
+}
+
+impl DeleteReport {
+    /// Whether everything is gone (or orphaned) and the inventories are deleted.
+    pub fn done(&self) -> bool {
+        self.remaining.is_empty()
+    }
+}
+
+/// Where a [`Context`](crate::Context)'s sets report their members, for the runtime to write
+/// into `status.resources`.
+#[derive(Clone, Debug, Default)]
+pub struct ResourceSink(Arc<Mutex<Vec<(String, Vec<ManagedResource>)>>>);
+
+impl ResourceSink {
+    fn record(&self, set: &str, resources: Vec<ManagedResource>) {
+        let mut sets = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match sets.iter_mut().find(|(name, _)| name == set) {
+            Some((_, old)) => *old = resources,
+            None => sets.push((set.to_owned(), resources)),
+        }
+    }
+
+    /// Every member reported so far, set by set in the order they were first applied; `None`
+    /// when no set reported.
+    pub fn take(&self) -> Option<Vec<ManagedResource>> {
+        let sets = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        (!sets.is_empty()).then(|| sets.into_iter().flat_map(|(_, r)| r).collect())
+    }
+}
+
+/// One cluster of a set.
+#[derive(Clone)]
+struct Target {
+    location: Location,
     client: kube::Client,
-    name: String,
     namespace: String,
+}
+
+/// One object added to a set.
+struct Declared {
+    key: MemberRef,
+    body: Value,
+    depends_on: Vec<MemberRef>,
+    policy: DeletionPolicy,
+    check: Option<ReadyCheck>,
+}
+
+/// A named set of objects across a tenant's clusters. Build it with [`add`](Self::add) /
+/// [`add_to`](Self::add_to), then [`apply`](Self::apply); or [`delete`](Self::delete) everything
+/// an earlier apply installed.
+pub struct ApplySet {
+    name: String,
     field_manager: String,
-    objects: Vec<(Member, serde_json::Value)>,
+    targets: Vec<Target>,
+    objects: Vec<Declared>,
+    sink: Option<ResourceSink>,
 }
 
 impl std::fmt::Debug for ApplySet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApplySet")
             .field("name", &self.name)
-            .field("namespace", &self.namespace)
+            .field(
+                "clusters",
+                &self
+                    .targets
+                    .iter()
+                    .map(|t| (t.location, &t.namespace))
+                    .collect::<Vec<_>>(),
+            )
             .field(
                 "members",
-                &self.objects.iter().map(|(m, _)| m).collect::<Vec<_>>(),
+                &self.objects.iter().map(|d| &d.key).collect::<Vec<_>>(),
             )
             .finish()
     }
 }
 
+/// A member just added, to declare its dependencies, deletion policy or readiness check.
+pub struct Entry<'a> {
+    declared: &'a mut Declared,
+}
+
+impl Entry<'_> {
+    /// Applies this member only once `dependency` is ready, and deletes it before `dependency`.
+    pub fn depends_on(self, dependency: &MemberRef) -> Self {
+        if !self.declared.depends_on.contains(dependency) {
+            self.declared.depends_on.push(dependency.clone());
+        }
+        self
+    }
+
+    /// Leaves the object in place when the set is deleted or it leaves the set (only its set
+    /// label goes): for a namespace that may hold end-user data.
+    pub fn orphan(self) -> Self {
+        self.declared.policy = DeletionPolicy::Orphan;
+        self
+    }
+
+    /// Sets the deletion policy.
+    pub fn deletion_policy(self, policy: DeletionPolicy) -> Self {
+        self.declared.policy = policy;
+        self
+    }
+
+    /// Decides readiness with `check` instead of the built-in rules (see [`readiness`]).
+    pub fn ready_when(
+        self,
+        check: impl Fn(&DynamicObject) -> Readiness + Send + Sync + 'static,
+    ) -> Self {
+        self.declared.check = Some(Arc::new(check));
+        self
+    }
+
+    /// This member, to name it in another member's [`depends_on`](Self::depends_on).
+    pub fn key(&self) -> MemberRef {
+        self.declared.key.clone()
+    }
+}
+
 impl ApplySet {
-    /// A set named `name` whose inventory is the ConfigMap `name` in `inventory_namespace` of the
-    /// cluster `client` talks to; objects are applied as `field_manager`.
+    /// A set named `name` whose objects go by default into the cluster `client` talks to (at
+    /// [`Location::ManagedControlPlane`]), with its inventory in the ConfigMap `name` in
+    /// `inventory_namespace` there; objects are applied as `field_manager`.
     pub fn new(
         client: kube::Client,
         name: impl Into<String>,
@@ -175,66 +471,144 @@ impl ApplySet {
         field_manager: impl Into<String>,
     ) -> Self {
         ApplySet {
-            client,
             name: name.into(),
-            namespace: inventory_namespace.into(),
             field_manager: field_manager.into(),
+            targets: vec![Target {
+                location: Location::ManagedControlPlane,
+                client,
+                namespace: inventory_namespace.into(),
+            }],
             objects: Vec::new(),
+            sink: None,
         }
     }
 
-    /// Keeps the inventory in `namespace` instead (it must exist and must not be a member).
-    pub fn inventory_namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = namespace.into();
+    /// The default cluster is at `location` (reported in `status.resources`).
+    pub fn located(mut self, location: Location) -> Self {
+        if let Some(first) = self.targets.first_mut() {
+            first.location = location;
+        }
         self
     }
 
-    /// The set's id: `applyset-<base64url(sha256(<name>.<namespace>.ConfigMap.))>-v1`, as KEP-3659
-    /// derives it from the parent.
-    pub fn id(&self) -> String {
-        let digest = ring::digest::digest(
-            &ring::digest::SHA256,
-            format!("{}.{}.ConfigMap.", self.name, self.namespace).as_bytes(),
-        );
-        format!(
-            "applyset-{}-v1",
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref())
-        )
+    /// Adds the cluster `client` talks to at `location`, keeping its inventory in
+    /// `inventory_namespace` there (it must exist and must not be a member). Replaces a cluster
+    /// already at `location`.
+    pub fn with_cluster(
+        mut self,
+        location: Location,
+        client: kube::Client,
+        inventory_namespace: impl Into<String>,
+    ) -> Self {
+        let target = Target {
+            location,
+            client,
+            namespace: inventory_namespace.into(),
+        };
+        match self.targets.iter_mut().find(|t| t.location == location) {
+            Some(existing) => *existing = target,
+            None => self.targets.push(target),
+        }
+        self
     }
 
-    /// Adds a typed object. Namespaced objects must name their namespace.
-    pub fn add<K>(&mut self, object: &K) -> Result<&mut Self, ApplyError>
+    /// Keeps the default cluster's inventory in `namespace` instead (it must exist and must not
+    /// be a member).
+    pub fn inventory_namespace(mut self, namespace: impl Into<String>) -> Self {
+        if let Some(first) = self.targets.first_mut() {
+            first.namespace = namespace.into();
+        }
+        self
+    }
+
+    /// Reports every apply and delete into `sink`.
+    pub fn report_to(mut self, sink: ResourceSink) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// The set's name (its inventory ConfigMaps' name).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The field manager of the set's server-side applies.
+    pub fn field_manager(&self) -> &str {
+        &self.field_manager
+    }
+
+    /// The set's id in its default cluster: `applyset-<base64url(sha256(<name>.<namespace>.ConfigMap.))>-v1`,
+    /// as KEP-3659 derives it from the parent.
+    pub fn id(&self) -> String {
+        let namespace = self
+            .targets
+            .first()
+            .map(|t| t.namespace.as_str())
+            .unwrap_or_default();
+        set_id(&self.name, namespace)
+    }
+
+    fn target(&self, location: Location) -> Result<usize, ApplyError> {
+        self.targets
+            .iter()
+            .position(|t| t.location == location)
+            .ok_or_else(|| {
+                ApplyError::Invalid(format!(
+                    "the set {} has no {}: add it with ApplySet::with_cluster",
+                    self.name,
+                    location.describe()
+                ))
+            })
+    }
+
+    /// Adds a typed object to the default cluster. Namespaced objects must name their namespace.
+    pub fn add<K>(&mut self, object: &K) -> Result<Entry<'_>, ApplyError>
+    where
+        K: Resource<DynamicType = ()> + Serialize,
+        K::Scope: 'static,
+    {
+        let location = self.targets[0].location;
+        self.add_to(location, object)
+    }
+
+    /// Adds a typed object to the cluster at `location`.
+    pub fn add_to<K>(&mut self, location: Location, object: &K) -> Result<Entry<'_>, ApplyError>
     where
         K: Resource<DynamicType = ()> + Serialize,
         K::Scope: 'static,
     {
         let resource = ApiResource::erase::<K>(&());
-        let cluster_scoped = TypeId::of::<K::Scope>() == TypeId::of::<ClusterResourceScope>();
+        let cluster_scoped =
+            std::any::TypeId::of::<K::Scope>() == std::any::TypeId::of::<ClusterResourceScope>();
         let json = serde_json::to_value(object).map_err(|e| {
             ApplyError::Invalid(format!("{} does not serialize: {e}", resource.kind))
         })?;
-        self.add_json(&resource, !cluster_scoped, json)
+        self.add_json(location, &resource, !cluster_scoped, json)
     }
 
-    /// Adds an object of a type known only at run time (`namespaced` says its scope).
+    /// Adds an object of a type known only at run time (`namespaced` says its scope) to the
+    /// cluster at `location`.
     pub fn add_dynamic(
         &mut self,
+        location: Location,
         object: &DynamicObject,
         resource: &ApiResource,
         namespaced: bool,
-    ) -> Result<&mut Self, ApplyError> {
+    ) -> Result<Entry<'_>, ApplyError> {
         let json = serde_json::to_value(object).map_err(|e| {
             ApplyError::Invalid(format!("{} does not serialize: {e}", resource.kind))
         })?;
-        self.add_json(resource, namespaced, json)
+        self.add_json(location, resource, namespaced, json)
     }
 
     fn add_json(
         &mut self,
+        location: Location,
         resource: &ApiResource,
         namespaced: bool,
-        mut json: serde_json::Value,
-    ) -> Result<&mut Self, ApplyError> {
+        mut json: Value,
+    ) -> Result<Entry<'_>, ApplyError> {
+        let target = self.target(location)?;
         let meta: ObjectMeta = json
             .get("metadata")
             .cloned()
@@ -260,55 +634,92 @@ impl ApplySet {
             }
             (false, _) => None,
         };
-        let member = Member {
-            group: resource.group.clone(),
-            version: resource.version.clone(),
-            kind: resource.kind.clone(),
-            resource: resource.plural.clone(),
-            namespace,
-            name,
+        let key = MemberRef {
+            location,
+            member: Member {
+                group: resource.group.clone(),
+                version: resource.version.clone(),
+                kind: resource.kind.clone(),
+                resource: resource.plural.clone(),
+                namespace,
+                name,
+            },
         };
-        if self.objects.iter().any(|(m, _)| *m == member) {
-            return Err(ApplyError::Invalid(format!("{member} is in the set twice")));
+        if self.objects.iter().any(|d| d.key == key) {
+            return Err(ApplyError::Invalid(format!("{key} is in the set twice")));
         }
+        let id = set_id(&self.name, &self.targets[target].namespace);
         // Server-side apply needs apiVersion and kind in the body.
         if let Some(obj) = json.as_object_mut() {
             obj.insert("apiVersion".into(), resource.api_version.clone().into());
             obj.insert("kind".into(), resource.kind.clone().into());
+            // An absent status is no intent; a status in the body is ignored by the server (it
+            // is a subresource) and would make "already applied" never hold.
+            obj.remove("status");
             let labels = obj
                 .entry("metadata")
                 .or_insert_with(|| serde_json::json!({}))
                 .as_object_mut()
                 .map(|m| m.entry("labels").or_insert_with(|| serde_json::json!({})));
-            if let Some(serde_json::Value::Object(labels)) = labels {
-                labels.insert(PART_OF_LABEL.into(), self.id().into());
+            if let Some(Value::Object(labels)) = labels {
+                labels.insert(PART_OF_LABEL.into(), id.into());
             }
             // Never send a resourceVersion or managedFields with an apply.
-            if let Some(serde_json::Value::Object(meta)) = obj.get_mut("metadata") {
+            if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
                 meta.remove("resourceVersion");
                 meta.remove("managedFields");
                 meta.remove("uid");
                 meta.remove("creationTimestamp");
             }
         }
-        self.objects.push((member, json));
-        Ok(self)
+        self.objects.push(Declared {
+            key,
+            body: json,
+            depends_on: Vec::new(),
+            policy: DeletionPolicy::Delete,
+            check: None,
+        });
+        let declared = self
+            .objects
+            .last_mut()
+            .ok_or_else(|| ApplyError::Invalid("the set lost a member".into()))?;
+        Ok(Entry { declared })
     }
 
-    fn inventory_api(&self) -> Api<ConfigMap> {
-        Api::namespaced(self.client.clone(), &self.namespace)
+    /// The member `key` added earlier, to declare more about it (e.g. a dependency added by a
+    /// helper that did not know it).
+    pub fn entry(&mut self, key: &MemberRef) -> Option<Entry<'_>> {
+        self.objects
+            .iter_mut()
+            .find(|d| d.key == *key)
+            .map(|declared| Entry { declared })
     }
 
-    /// The members recorded by the last apply.
+    fn inventory_api(&self, target: &Target) -> Api<ConfigMap> {
+        Api::namespaced(target.client.clone(), &target.namespace)
+    }
+
+    /// The members the last apply recorded in the default cluster.
     pub async fn inventory(&self) -> Result<BTreeSet<Member>, ApplyError> {
+        Ok(self
+            .read_inventory(&self.targets[0])
+            .await?
+            .into_iter()
+            .map(|r| r.member)
+            .collect())
+    }
+
+    async fn read_inventory(&self, target: &Target) -> Result<Vec<Recorded>, ApplyError> {
         let parent = self
-            .inventory_api()
+            .inventory_api(target)
             .get_opt(&self.name)
             .await
             .map_err(|source| ApplyError::Api {
                 doing: format!(
-                    "reading the inventory ConfigMap {}/{}",
-                    self.namespace, self.name
+                    "reading the inventory ConfigMap {}/{} on the {}",
+                    target.namespace,
+                    self.name,
+                    target.location.describe()
                 ),
                 source,
             })?;
@@ -317,19 +728,23 @@ impl ApplySet {
             .and_then(|p| p.data.as_ref())
             .and_then(|d| d.get(MEMBERS_KEY))
         else {
-            return Ok(BTreeSet::new());
+            return Ok(Vec::new());
         };
         serde_json::from_str(members).map_err(|e| ApplyError::Inventory {
-            namespace: self.namespace.clone(),
+            namespace: target.namespace.clone(),
             name: self.name.clone(),
             message: e.to_string(),
         })
     }
 
-    async fn write_inventory(&self, members: &BTreeSet<Member>) -> Result<(), ApplyError> {
-        let group_kinds: BTreeSet<String> = members.iter().map(Member::group_kind).collect();
+    async fn write_inventory(
+        &self,
+        target: &Target,
+        members: &[Recorded],
+    ) -> Result<(), ApplyError> {
+        let group_kinds: BTreeSet<String> = members.iter().map(|r| r.member.group_kind()).collect();
         let members_json = serde_json::to_string(members).map_err(|e| ApplyError::Inventory {
-            namespace: self.namespace.clone(),
+            namespace: target.namespace.clone(),
             name: self.name.clone(),
             message: e.to_string(),
         })?;
@@ -338,8 +753,8 @@ impl ApplySet {
             "kind": "ConfigMap",
             "metadata": {
                 "name": self.name,
-                "namespace": self.namespace,
-                "labels": { ID_LABEL: self.id() },
+                "namespace": target.namespace,
+                "labels": { ID_LABEL: set_id(&self.name, &target.namespace) },
                 "annotations": {
                     TOOLING_ANNOTATION: TOOLING,
                     GROUP_KINDS_ANNOTATION: group_kinds.into_iter().collect::<Vec<_>>().join(","),
@@ -347,7 +762,7 @@ impl ApplySet {
             },
             "data": { MEMBERS_KEY: members_json },
         });
-        self.inventory_api()
+        self.inventory_api(target)
             .patch(
                 &self.name,
                 &PatchParams::apply(&self.field_manager).force(),
@@ -356,90 +771,381 @@ impl ApplySet {
             .await
             .map_err(|source| ApplyError::Api {
                 doing: format!(
-                    "writing the inventory ConfigMap {}/{}",
-                    self.namespace, self.name
+                    "writing the inventory ConfigMap {}/{} on the {}",
+                    target.namespace,
+                    self.name,
+                    target.location.describe()
                 ),
                 source,
             })?;
         Ok(())
     }
 
-    /// Applies every object of the set and prunes what the last apply installed and this one
-    /// omits.
-    pub async fn apply(&self) -> Result<ApplyReport, ApplyError> {
-        let previous = self.inventory().await?;
-        let current: BTreeSet<Member> = self.objects.iter().map(|(m, _)| m.clone()).collect();
-        let union: BTreeSet<Member> = previous.union(&current).cloned().collect();
-        if union != previous {
-            self.write_inventory(&union).await?;
-        }
-
-        let mut ordered: Vec<&(Member, serde_json::Value)> = self.objects.iter().collect();
-        ordered.sort_by_key(|(m, _)| m.order());
-        let params = PatchParams::apply(&self.field_manager).force();
-        let mut report = ApplyReport::default();
-        for (member, body) in ordered {
-            member
-                .api(&self.client)
-                .patch(&member.name, &params, &Patch::Apply(body))
-                .await
-                .map_err(|source| ApplyError::Api {
-                    doing: format!("applying {member}"),
-                    source,
-                })?;
-            report.applied.push(member.clone());
-        }
-
-        let mut stale: Vec<Member> = previous.difference(&current).cloned().collect();
-        stale.sort_by_key(|m| std::cmp::Reverse(m.order()));
-        for member in stale {
-            self.delete_member(&member).await?;
-            report.pruned.push(member);
-        }
-        if union != current {
-            self.write_inventory(&current).await?;
-        }
-        Ok(report)
-    }
-
-    /// Deletes every member the last apply recorded, then the inventory itself. The objects
-    /// added to this set are ignored.
-    pub async fn delete(&self) -> Result<Vec<Member>, ApplyError> {
-        let mut members: Vec<Member> = self.inventory().await?.into_iter().collect();
-        members.sort_by_key(|m| std::cmp::Reverse(m.order()));
-        for member in &members {
-            self.delete_member(member).await?;
-        }
+    async fn delete_inventory(&self, target: &Target) -> Result<(), ApplyError> {
         match self
-            .inventory_api()
+            .inventory_api(target)
             .delete(&self.name, &DeleteParams::default())
-            .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(source) => {
-                return Err(ApplyError::Api {
-                    doing: format!(
-                        "deleting the inventory ConfigMap {}/{}",
-                        self.namespace, self.name
-                    ),
-                    source,
-                });
-            }
-        }
-        Ok(members)
-    }
-
-    async fn delete_member(&self, member: &Member) -> Result<(), ApplyError> {
-        match member
-            .api(&self.client)
-            .delete(&member.name, &DeleteParams::background())
             .await
         {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
             Err(source) => Err(ApplyError::Api {
-                doing: format!("deleting {member}"),
+                doing: format!(
+                    "deleting the inventory ConfigMap {}/{} on the {}",
+                    target.namespace,
+                    self.name,
+                    target.location.describe()
+                ),
+                source,
+            }),
+        }
+    }
+
+    /// Every dependency of each declared member: its own, the namespace it lives in and the CRD
+    /// defining its kind when those are in the set too.
+    fn dependencies(&self) -> Vec<Vec<MemberRef>> {
+        let crds: HashMap<(Location, String, String), &MemberRef> = self
+            .objects
+            .iter()
+            .filter(|d| {
+                d.key.member.group == "apiextensions.k8s.io"
+                    && d.key.member.kind == "CustomResourceDefinition"
+            })
+            .filter_map(|d| {
+                let group = d.body.pointer("/spec/group")?.as_str()?;
+                let kind = d.body.pointer("/spec/names/kind")?.as_str()?;
+                Some(((d.key.location, group.to_owned(), kind.to_owned()), &d.key))
+            })
+            .collect();
+        self.objects
+            .iter()
+            .map(|d| {
+                let mut deps = d.depends_on.clone();
+                let m = &d.key.member;
+                if let Some(ns) = &m.namespace {
+                    let namespace = MemberRef {
+                        location: d.key.location,
+                        member: Member {
+                            group: String::new(),
+                            version: "v1".into(),
+                            kind: "Namespace".into(),
+                            resource: "namespaces".into(),
+                            namespace: None,
+                            name: ns.clone(),
+                        },
+                    };
+                    if self.objects.iter().any(|o| o.key == namespace) && !deps.contains(&namespace)
+                    {
+                        deps.push(namespace);
+                    }
+                }
+                if let Some(crd) = crds.get(&(d.key.location, m.group.clone(), m.kind.clone()))
+                    && !deps.contains(crd)
+                {
+                    deps.push((*crd).clone());
+                }
+                deps
+            })
+            .collect()
+    }
+
+    /// Indexes of the declared members in apply order: dependencies first, then by kind
+    /// ([`Member::order`]), then as declared. A cycle is an error.
+    fn apply_order(&self, deps: &[Vec<MemberRef>]) -> Result<Vec<usize>, ApplyError> {
+        let index: HashMap<&MemberRef, usize> = self
+            .objects
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (&d.key, i))
+            .collect();
+        let mut placed = vec![false; self.objects.len()];
+        let mut order = Vec::with_capacity(self.objects.len());
+        while order.len() < self.objects.len() {
+            let next = (0..self.objects.len())
+                .filter(|&i| !placed[i])
+                .filter(|&i| {
+                    deps[i]
+                        .iter()
+                        .all(|dep| index.get(dep).is_none_or(|&j| placed[j]))
+                })
+                .min_by_key(|&i| (self.objects[i].key.member.order(), i));
+            let Some(next) = next else {
+                let stuck: Vec<String> = (0..self.objects.len())
+                    .filter(|&i| !placed[i])
+                    .map(|i| self.objects[i].key.to_string())
+                    .collect();
+                return Err(ApplyError::Invalid(format!(
+                    "the dependencies of the set {} form a cycle among: {}",
+                    self.name,
+                    stuck.join(", ")
+                )));
+            };
+            placed[next] = true;
+            order.push(next);
+        }
+        Ok(order)
+    }
+
+    /// Applies the set: every member in dependency order once its dependencies are ready,
+    /// skipping those whose live state already holds what the set declares; then prunes what the
+    /// last apply installed and this one omits. A dependency that is not ready leaves what
+    /// depends on it unapplied (reported `Pending`, naming it); apply again later.
+    pub async fn apply(&self) -> Result<ApplyReport, ApplyError> {
+        let deps = self.dependencies();
+        let order = self.apply_order(&deps)?;
+
+        // Widen every inventory first: a crash half-way leaves nothing untracked.
+        let mut previous: Vec<Vec<Recorded>> = Vec::with_capacity(self.targets.len());
+        let mut current: Vec<Vec<Recorded>> = vec![Vec::new(); self.targets.len()];
+        for &i in &order {
+            let d = &self.objects[i];
+            let t = self.target(d.key.location)?;
+            current[t].push(Recorded {
+                member: d.key.member.clone(),
+                orphan: d.policy == DeletionPolicy::Orphan,
+                depends_on: deps[i].clone(),
+            });
+        }
+        for (t, target) in self.targets.iter().enumerate() {
+            let old = self.read_inventory(target).await?;
+            let mut union = current[t].clone();
+            for r in &old {
+                if !union.iter().any(|c| c.member == r.member) {
+                    union.push(r.clone());
+                }
+            }
+            if !same_records(&union, &old) {
+                self.write_inventory(target, &union).await?;
+            }
+            previous.push(old);
+        }
+
+        let mut report = ApplyReport::default();
+        let mut ready: HashMap<&MemberRef, Option<ManagedResource>> = HashMap::new();
+        let params = PatchParams::apply(&self.field_manager).force();
+        for &i in &order {
+            let d = &self.objects[i];
+            let member = &d.key.member;
+            let client = &self.targets[self.target(d.key.location)?].client;
+            let blocker = deps[i].iter().find_map(|dep| match ready.get(dep) {
+                Some(Some(r)) if r.phase == ResourcePhase::Ready => None,
+                Some(_) => Some(dep),
+                // Not in this set: the author vouches for it.
+                None => None,
+            });
+            if let Some(blocker) = blocker {
+                report.waiting.push(member.clone());
+                let status = ManagedResource::new(
+                    &d.key,
+                    ResourcePhase::Pending,
+                    format!("waiting for {blocker}"),
+                );
+                report.resources.push(status.clone());
+                ready.insert(&d.key, Some(status));
+                continue;
+            }
+            let api = member.api(client);
+            let live = api
+                .get_opt(&member.name)
+                .await
+                .map_err(|source| ApplyError::Api {
+                    doing: format!("reading {}", d.key),
+                    source,
+                })?;
+            let object = match live {
+                Some(live)
+                    if live.metadata.deletion_timestamp.is_none()
+                        && serde_json::to_value(&live).is_ok_and(|l| holds(&l, &d.body)) =>
+                {
+                    report.unchanged.push(member.clone());
+                    live
+                }
+                _ => {
+                    let applied = api
+                        .patch(&member.name, &params, &Patch::Apply(&d.body))
+                        .await
+                        .map_err(|source| ApplyError::Api {
+                            doing: format!("applying {}", d.key),
+                            source,
+                        })?;
+                    report.applied.push(member.clone());
+                    applied
+                }
+            };
+            let status = status_of(&d.key, &object, d.check.as_ref());
+            report.resources.push(status.clone());
+            ready.insert(&d.key, Some(status));
+        }
+
+        // Prune what left the set, dependants first; then narrow the inventories.
+        for (t, target) in self.targets.iter().enumerate() {
+            let mut stale: Vec<&Recorded> = previous[t]
+                .iter()
+                .filter(|r| !current[t].iter().any(|c| c.member == r.member))
+                .collect();
+            stale.sort_by_key(|r| std::cmp::Reverse(r.member.order()));
+            for r in stale {
+                if r.orphan {
+                    self.orphan_member(target, &r.member).await?;
+                } else {
+                    self.delete_member(target, &r.member).await?;
+                }
+                report.pruned.push(r.member.clone());
+            }
+            let union_differs = previous[t]
+                .iter()
+                .any(|r| !current[t].iter().any(|c| c.member == r.member));
+            if union_differs {
+                self.write_inventory(target, &current[t]).await?;
+            }
+        }
+        if let Some(sink) = &self.sink {
+            sink.record(&self.name, report.resources.clone());
+        }
+        Ok(report)
+    }
+
+    /// Deletes every member the last apply recorded, in reverse dependency order: a member goes
+    /// only once every member depending on it is gone, an [orphaned](DeletionPolicy::Orphan) one
+    /// stays without its set label. Once nothing is left, the inventories go too. Members still
+    /// present (finalizers, or waiting for their dependants) are in
+    /// [`DeleteReport::remaining`]: delete again later. The objects added to this set are
+    /// ignored.
+    pub async fn delete(&self) -> Result<DeleteReport, ApplyError> {
+        let mut members: Vec<(usize, Recorded)> = Vec::new();
+        for (t, target) in self.targets.iter().enumerate() {
+            members.extend(
+                self.read_inventory(target)
+                    .await?
+                    .into_iter()
+                    .map(|r| (t, r)),
+            );
+        }
+        let key = |(t, r): &(usize, Recorded)| MemberRef {
+            location: self.targets[*t].location,
+            member: r.member.clone(),
+        };
+        let mut report = DeleteReport::default();
+        // Present members and whether their deletion has started; gone ones drop out.
+        let mut present: HashMap<MemberRef, bool> = HashMap::new();
+        for entry in &members {
+            let (t, r) = entry;
+            let live = r
+                .member
+                .api(&self.targets[*t].client)
+                .get_opt(&r.member.name)
+                .await
+                .map_err(|source| ApplyError::Api {
+                    doing: format!("reading {}", key(entry)),
+                    source,
+                })?;
+            match live {
+                Some(o) if r.orphan && !has_set_label(&o) => report.orphaned.push(r.member.clone()),
+                Some(o) => {
+                    present.insert(key(entry), o.metadata.deletion_timestamp.is_some());
+                }
+                None => report.deleted.push(r.member.clone()),
+            }
+        }
+        // Leaves first, as long as that frees more: what goes at once lets its dependencies go
+        // in the same call.
+        loop {
+            let mut progressed = false;
+            let mut order: Vec<&(usize, Recorded)> = members.iter().collect();
+            order.sort_by_key(|(_, r)| std::cmp::Reverse(r.member.order()));
+            for entry in order {
+                let (t, r) = entry;
+                let this = key(entry);
+                let Some(&deleting) = present.get(&this) else {
+                    continue;
+                };
+                let held = members.iter().any(|other| {
+                    other.1.depends_on.contains(&this) && present.contains_key(&key(other))
+                });
+                if held || deleting {
+                    continue;
+                }
+                let target = &self.targets[*t];
+                if r.orphan {
+                    self.orphan_member(target, &r.member).await?;
+                    present.remove(&this);
+                    report.orphaned.push(r.member.clone());
+                    progressed = true;
+                } else if self.delete_member(target, &r.member).await? {
+                    present.remove(&this);
+                    report.deleted.push(r.member.clone());
+                    progressed = true;
+                } else {
+                    present.insert(this, true);
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        for entry in &members {
+            let this = key(entry);
+            let Some(&deleting) = present.get(&this) else {
+                continue;
+            };
+            let waiting_for = members.iter().map(key).find(|other| {
+                present.contains_key(other)
+                    && members.iter().any(|(t, r)| {
+                        self.targets[*t].location == other.location
+                            && r.member == other.member
+                            && r.depends_on.contains(&this)
+                    })
+            });
+            let message = match (deleting, waiting_for) {
+                (true, _) => "being deleted".to_owned(),
+                (false, Some(other)) => format!("waiting for {other} to be deleted"),
+                (false, None) => "waiting to be deleted".to_owned(),
+            };
+            report.remaining.push(ManagedResource::new(
+                &this,
+                ResourcePhase::Terminating,
+                message,
+            ));
+        }
+        if report.remaining.is_empty() {
+            for target in &self.targets {
+                self.delete_inventory(target).await?;
+            }
+        }
+        if let Some(sink) = &self.sink {
+            sink.record(&self.name, report.remaining.clone());
+        }
+        Ok(report)
+    }
+
+    /// Deletes one member; whether it is gone now (`false`: finalizers hold it).
+    async fn delete_member(&self, target: &Target, member: &Member) -> Result<bool, ApplyError> {
+        match member
+            .api(&target.client)
+            .delete(&member.name, &DeleteParams::background())
+            .await
+        {
+            Ok(either) => Ok(either.is_right()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(true),
+            Err(source) => Err(ApplyError::Api {
+                doing: format!("deleting {member} on the {}", target.location.describe()),
+                source,
+            }),
+        }
+    }
+
+    /// Leaves a member in place without its set label.
+    async fn orphan_member(&self, target: &Target, member: &Member) -> Result<(), ApplyError> {
+        let patch = serde_json::json!({ "metadata": { "labels": { PART_OF_LABEL: null } } });
+        match member
+            .api(&target.client)
+            .patch(&member.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(source) => Err(ApplyError::Api {
+                doing: format!("orphaning {member} on the {}", target.location.describe()),
                 source,
             }),
         }
@@ -447,13 +1153,194 @@ impl ApplySet {
 
     /// The objects added so far, in apply order.
     pub fn members(&self) -> Vec<Member> {
-        let mut members: Vec<Member> = self.objects.iter().map(|(m, _)| m.clone()).collect();
-        members.sort_by_key(Member::order);
-        members
+        let deps = self.dependencies();
+        match self.apply_order(&deps) {
+            Ok(order) => order
+                .into_iter()
+                .map(|i| self.objects[i].key.member.clone())
+                .collect(),
+            Err(_) => self.objects.iter().map(|d| d.key.member.clone()).collect(),
+        }
     }
 }
 
-/// Labels identifying a set's members, e.g. to list them: `applyset.kubernetes.io/part-of=<id>`.
+fn set_id(name: &str, namespace: &str) -> String {
+    let digest = ring::digest::digest(
+        &ring::digest::SHA256,
+        format!("{name}.{namespace}.ConfigMap.").as_bytes(),
+    );
+    format!(
+        "applyset-{}-v1",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref())
+    )
+}
+
+fn same_records(a: &[Recorded], b: &[Recorded]) -> bool {
+    a.len() == b.len() && a.iter().all(|x| b.contains(x))
+}
+
+fn has_set_label(object: &DynamicObject) -> bool {
+    object
+        .metadata
+        .labels
+        .as_ref()
+        .is_some_and(|l| l.contains_key(PART_OF_LABEL))
+}
+
+/// Whether `live` already holds everything `want` declares: every field of `want` is in `live`
+/// with the same value (lists element by element). Fields the server added (defaults, status,
+/// metadata) do not matter, so a reconcile that changes nothing writes nothing, while a field
+/// someone changed by hand is applied again.
+fn holds(live: &Value, want: &Value) -> bool {
+    match (live, want) {
+        (Value::Object(live), Value::Object(want)) => want
+            .iter()
+            .all(|(k, w)| live.get(k).is_some_and(|l| holds(l, w))),
+        (Value::Array(live), Value::Array(want)) => {
+            live.len() == want.len() && live.iter().zip(want).all(|(l, w)| holds(l, w))
+        }
+        (Value::Number(l), Value::Number(w)) => l.as_f64() == w.as_f64(),
+        _ => live == want,
+    }
+}
+
+fn status_of(
+    key: &MemberRef,
+    object: &DynamicObject,
+    check: Option<&ReadyCheck>,
+) -> ManagedResource {
+    if object.metadata.deletion_timestamp.is_some() {
+        return ManagedResource::new(key, ResourcePhase::Terminating, "being deleted");
+    }
+    let readiness = match check {
+        Some(check) => check(object),
+        None => readiness(&key.member.group, &key.member.kind, object),
+    };
+    match readiness {
+        Readiness::Ready => ManagedResource::new(key, ResourcePhase::Ready, "ready"),
+        Readiness::Pending(m) => ManagedResource::new(key, ResourcePhase::Pending, m),
+        Readiness::Failed(m) => ManagedResource::new(key, ResourcePhase::Failed, m),
+    }
+}
+
+/// The built-in readiness of an object of `group`/`kind`:
+/// - Namespace: `status.phase` Active;
+/// - CustomResourceDefinition: condition `Established=True`;
+/// - Deployment, StatefulSet, DaemonSet: rollout complete for the observed generation;
+/// - Job: condition `Complete=True`; `Failed=True` is a failure with its message;
+/// - Service, ConfigMap, Secret, ServiceAccount, RBAC and anything without a status: it exists;
+/// - Flux kinds and any object with a `Ready` condition: `Ready=True` for the current generation
+///   (`Ready=False` while not reconciling is a failure with its reason);
+/// - any other object with `status.phase`: Ready, Active, Running, Bound, Succeeded, Available
+///   are ready, Failed is a failure.
+pub fn readiness(group: &str, kind: &str, object: &DynamicObject) -> Readiness {
+    let status = object.data.get("status");
+    let generation = object.metadata.generation;
+    let int = |path: &str| status.and_then(|s| s.pointer(path)).and_then(Value::as_i64);
+    let observed_current = || match (generation, int("/observedGeneration")) {
+        (Some(g), Some(o)) => o >= g,
+        (Some(_), None) => false,
+        (None, _) => true,
+    };
+    match (group, kind) {
+        ("", "Namespace") => match status.and_then(|s| s.get("phase")).and_then(Value::as_str) {
+            Some("Active") | None => Readiness::Ready,
+            Some(phase) => Readiness::Pending(format!("namespace is {phase}")),
+        },
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            match condition(status, "Established") {
+                Some(("True", _, _)) => Readiness::Ready,
+                _ => Readiness::Pending("not established yet".into()),
+            }
+        }
+        ("apps", "Deployment" | "StatefulSet") => {
+            let want = object
+                .data
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            let ready_field = if kind == "Deployment" {
+                "/availableReplicas"
+            } else {
+                "/readyReplicas"
+            };
+            let updated = int("/updatedReplicas").unwrap_or(0);
+            let ready = int(ready_field).unwrap_or(0);
+            if observed_current() && updated >= want && ready >= want {
+                Readiness::Ready
+            } else {
+                Readiness::Pending(format!("{ready} of {want} replicas ready"))
+            }
+        }
+        ("apps", "DaemonSet") => {
+            let desired = int("/desiredNumberScheduled").unwrap_or(0);
+            let ready = int("/numberReady").unwrap_or(0);
+            let updated = int("/updatedNumberScheduled").unwrap_or(0);
+            if observed_current() && ready >= desired && updated >= desired {
+                Readiness::Ready
+            } else {
+                Readiness::Pending(format!("{ready} of {desired} pods ready"))
+            }
+        }
+        ("batch", "Job") => match (condition(status, "Complete"), condition(status, "Failed")) {
+            (_, Some(("True", reason, message))) => {
+                Readiness::Failed(format!("{reason}: {message}"))
+            }
+            (Some(("True", _, _)), _) => Readiness::Ready,
+            _ => Readiness::Pending("not complete yet".into()),
+        },
+        ("", "Service" | "ConfigMap" | "Secret" | "ServiceAccount")
+        | ("rbac.authorization.k8s.io", _) => Readiness::Ready,
+        _ => {
+            if let Some((value, reason, message)) = condition(status, "Ready") {
+                let condition_generation = status
+                    .and_then(|s| s.get("conditions"))
+                    .and_then(Value::as_array)
+                    .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+                    .and_then(|c| c.get("observedGeneration"))
+                    .and_then(Value::as_i64);
+                let current = match (generation, condition_generation) {
+                    (Some(g), Some(o)) => o >= g,
+                    _ => observed_current() || int("/observedGeneration").is_none(),
+                };
+                let reconciling = matches!(condition(status, "Reconciling"), Some(("True", _, _)));
+                return match value {
+                    "True" if current => Readiness::Ready,
+                    "False" if current && !reconciling => {
+                        Readiness::Failed(format!("{reason}: {message}"))
+                    }
+                    _ if message.is_empty() => Readiness::Pending("not ready yet".into()),
+                    _ => Readiness::Pending(message.to_owned()),
+                };
+            }
+            if group.ends_with(".toolkit.fluxcd.io") {
+                return Readiness::Pending("not reconciled yet".into());
+            }
+            match status.and_then(|s| s.get("phase")).and_then(Value::as_str) {
+                Some("Ready" | "Active" | "Running" | "Bound" | "Succeeded" | "Available") => {
+                    Readiness::Ready
+                }
+                Some("Failed") => Readiness::Failed("phase Failed".into()),
+                Some(phase) => Readiness::Pending(format!("phase {phase}")),
+                None => Readiness::Ready,
+            }
+        }
+    }
+}
+
+/// The (status, reason, message) of the condition `type_` in `status.conditions`.
+fn condition<'a>(status: Option<&'a Value>, type_: &str) -> Option<(&'a str, &'a str, &'a str)> {
+    let c = status?
+        .get("conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))?;
+    let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
+    Some((s("status"), s("reason"), s("message")))
+}
+
+/// Labels identifying a set's members in its default cluster, e.g. to list them:
+/// `applyset.kubernetes.io/part-of=<id>`.
 pub fn member_selector(set: &ApplySet) -> BTreeMap<String, String> {
     BTreeMap::from([(PART_OF_LABEL.to_owned(), set.id())])
 }
@@ -463,36 +1350,38 @@ mod tests {
     use super::*;
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::core::v1::{Namespace, Secret};
+    use serde_json::json;
 
     fn client() -> kube::Client {
         let config = kube::Config::new(http::Uri::from_static("http://127.0.0.1:1"));
         kube::Client::try_from(config).unwrap()
     }
 
+    fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.into()),
+            namespace: namespace.map(Into::into),
+            ..Default::default()
+        }
+    }
+
+    fn dynamic(json: Value) -> DynamicObject {
+        serde_json::from_value(json).unwrap()
+    }
+
     #[tokio::test]
     async fn members_are_typed_ordered_and_labelled() {
         let mut set = ApplySet::new(client(), "velero", "default", "velero");
-        let ns = Namespace {
-            metadata: ObjectMeta {
-                name: Some("tenant".into()),
-                ..Default::default()
-            },
+        let deployment = Deployment {
+            metadata: meta("velero", Some("tenant")),
             ..Default::default()
         };
         let secret = Secret {
-            metadata: ObjectMeta {
-                name: Some("kubeconfig".into()),
-                namespace: Some("tenant".into()),
-                ..Default::default()
-            },
+            metadata: meta("kubeconfig", Some("tenant")),
             ..Default::default()
         };
-        let deployment = Deployment {
-            metadata: ObjectMeta {
-                name: Some("velero".into()),
-                namespace: Some("tenant".into()),
-                ..Default::default()
-            },
+        let ns = Namespace {
+            metadata: meta("tenant", None),
             ..Default::default()
         };
         set.add(&deployment).unwrap();
@@ -507,20 +1396,201 @@ mod tests {
                 "Deployment.apps tenant/velero"
             ]
         );
-        let (_, body) = &set.objects[0];
+        let body = &set.objects[0].body;
         assert_eq!(body["apiVersion"], "apps/v1");
         assert_eq!(body["metadata"]["labels"][PART_OF_LABEL], set.id());
         assert!(set.id().starts_with("applyset-") && set.id().ends_with("-v1"));
 
         let unnamespaced = Secret {
-            metadata: ObjectMeta {
-                name: Some("x".into()),
-                ..Default::default()
-            },
+            metadata: meta("x", None),
             ..Default::default()
         };
-        let err = set.add(&unnamespaced).unwrap_err();
+        let err = set.add(&unnamespaced).err().unwrap();
         assert!(err.to_string().contains("set metadata.namespace"), "{err}");
-        assert!(set.add(&ns).unwrap_err().to_string().contains("twice"));
+        assert!(set.add(&ns).err().unwrap().to_string().contains("twice"));
+        let err = set.add_to(Location::WorkloadCluster, &ns).err().unwrap();
+        assert!(err.to_string().contains("with_cluster"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn declared_dependencies_order_before_kinds_and_cycles_are_refused() {
+        let mut set = ApplySet::new(client(), "s", "default", "fm").with_cluster(
+            Location::WorkloadCluster,
+            client(),
+            "default",
+        );
+        // A Secret on the workload cluster that must wait for a Deployment on the tenant's.
+        let deployment = set
+            .add(&Deployment {
+                metadata: meta("worker", Some("a")),
+                ..Default::default()
+            })
+            .unwrap()
+            .key();
+        let secret = set
+            .add_to(
+                Location::WorkloadCluster,
+                &Secret {
+                    metadata: meta("s", Some("b")),
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+            .depends_on(&deployment)
+            .key();
+        let names: Vec<String> = set.members().iter().map(|m| m.name.clone()).collect();
+        assert_eq!(names, ["worker", "s"]);
+        set.objects[0].depends_on.push(secret);
+        let deps = set.dependencies();
+        let err = set.apply_order(&deps).unwrap_err();
+        assert!(err.to_string().contains("cycle"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn namespaces_and_crds_are_implicit_dependencies() {
+        let mut set = ApplySet::new(client(), "s", "default", "fm");
+        let crd = dynamic(json!({
+            "metadata": {"name": "backups.velero.io"},
+            "spec": {"group": "velero.io", "names": {"kind": "Backup", "plural": "backups"}}
+        }));
+        let crd_resource = ApiResource::erase::<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        >(&());
+        let backup_resource = ApiResource {
+            group: "velero.io".into(),
+            version: "v1".into(),
+            api_version: "velero.io/v1".into(),
+            kind: "Backup".into(),
+            plural: "backups".into(),
+        };
+        let backup = dynamic(json!({"metadata": {"name": "b", "namespace": "velero"}}));
+        set.add_dynamic(
+            Location::ManagedControlPlane,
+            &backup,
+            &backup_resource,
+            true,
+        )
+        .unwrap();
+        set.add_dynamic(Location::ManagedControlPlane, &crd, &crd_resource, false)
+            .unwrap();
+        set.add(&Namespace {
+            metadata: meta("velero", None),
+            ..Default::default()
+        })
+        .unwrap();
+        let deps = set.dependencies();
+        let names: Vec<&str> = deps[0].iter().map(|d| d.member.kind.as_str()).collect();
+        assert_eq!(names, ["Namespace", "CustomResourceDefinition"]);
+        let kinds: Vec<String> = set.members().iter().map(|m| m.kind.clone()).collect();
+        assert_eq!(kinds, ["Namespace", "CustomResourceDefinition", "Backup"]);
+    }
+
+    #[test]
+    fn a_live_object_holds_what_was_declared_plus_server_fields() {
+        let want = json!({"metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"replicas": 1, "ports": [{"port": 80}]}});
+        let live = json!({"metadata": {"name": "a", "uid": "u", "labels": {"x": "1", "y": "2"}},
+            "spec": {"replicas": 1.0, "ports": [{"port": 80, "protocol": "TCP"}], "paused": false},
+            "status": {"ok": true}});
+        assert!(holds(&live, &want));
+        let drifted = json!({"metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"replicas": 2, "ports": [{"port": 80}]}});
+        assert!(!holds(&drifted, &want));
+        let fewer = json!({"metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"replicas": 1, "ports": []}});
+        assert!(!holds(&fewer, &want));
+    }
+
+    #[test]
+    fn built_in_readiness_follows_each_kind() {
+        let ready = |group: &str, kind: &str, json: Value| readiness(group, kind, &dynamic(json));
+        assert_eq!(
+            ready(
+                "",
+                "Namespace",
+                json!({"metadata": {"name": "n"}, "status": {"phase": "Terminating"}})
+            ),
+            Readiness::Pending("namespace is Terminating".into())
+        );
+        assert_eq!(
+            ready(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                json!({"metadata": {"name": "c"},
+                "status": {"conditions": [{"type": "Established", "status": "True"}]}})
+            ),
+            Readiness::Ready
+        );
+        let deployment = |observed: i64, available: i64| {
+            json!({"metadata": {"name": "d", "generation": 2}, "spec": {"replicas": 2},
+                "status": {"observedGeneration": observed, "updatedReplicas": 2, "availableReplicas": available}})
+        };
+        assert_eq!(
+            ready("apps", "Deployment", deployment(2, 2)),
+            Readiness::Ready
+        );
+        assert!(matches!(
+            ready("apps", "Deployment", deployment(1, 2)),
+            Readiness::Pending(_)
+        ));
+        assert!(matches!(
+            ready("apps", "Deployment", deployment(2, 1)),
+            Readiness::Pending(_)
+        ));
+        assert_eq!(
+            ready(
+                "batch",
+                "Job",
+                json!({"metadata": {"name": "j"}, "status": {"conditions": [
+                {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "too many"}]}})
+            ),
+            Readiness::Failed("BackoffLimitExceeded: too many".into())
+        );
+        let flux = |status: &str, reason: &str, observed: i64| {
+            json!({"metadata": {"name": "h", "generation": 3}, "status": {"observedGeneration": observed,
+                "conditions": [{"type": "Ready", "status": status, "reason": reason, "message": "m",
+                    "observedGeneration": observed}]}})
+        };
+        assert_eq!(
+            ready(
+                "helm.toolkit.fluxcd.io",
+                "HelmRelease",
+                flux("True", "Ok", 3)
+            ),
+            Readiness::Ready
+        );
+        assert!(matches!(
+            ready(
+                "helm.toolkit.fluxcd.io",
+                "HelmRelease",
+                flux("True", "Ok", 2)
+            ),
+            Readiness::Pending(_)
+        ));
+        assert_eq!(
+            ready(
+                "helm.toolkit.fluxcd.io",
+                "HelmRelease",
+                flux("False", "InstallFailed", 3)
+            ),
+            Readiness::Failed("InstallFailed: m".into())
+        );
+        assert!(matches!(
+            ready(
+                "helm.toolkit.fluxcd.io",
+                "HelmRelease",
+                json!({"metadata": {"name": "h"}})
+            ),
+            Readiness::Pending(_)
+        ));
+        assert_eq!(
+            ready("", "ConfigMap", json!({"metadata": {"name": "c"}})),
+            Readiness::Ready
+        );
+        assert_eq!(
+            ready(
+                "example.io",
+                "Thing",
+                json!({"metadata": {"name": "t"}, "status": {"phase": "Failed"}})
+            ),
+            Readiness::Failed("phase Failed".into())
+        );
     }
 }

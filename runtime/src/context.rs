@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::apply::ApplySet;
+use crate::apply::{ApplySet, Location, ResourceSink};
 use crate::events::ObjectEvents;
 use crate::provider::{ServiceProvider, WorkloadCluster};
 use crate::provider_config::ProviderConfigResource;
@@ -243,6 +243,8 @@ pub struct Context<P: ServiceProvider> {
     identity: Identity,
     events: ObjectEvents,
     field_manager: Arc<str>,
+    provider_namespace: Arc<str>,
+    resources: ResourceSink,
 }
 
 impl<P: ServiceProvider> Context<P> {
@@ -270,6 +272,8 @@ impl<P: ServiceProvider> Context<P> {
             identity,
             events: ObjectEvents::disabled(),
             field_manager: Arc::from(P::INFO.group),
+            provider_namespace: Arc::from("default"),
+            resources: ResourceSink::default(),
         })
     }
 
@@ -284,6 +288,25 @@ impl<P: ServiceProvider> Context<P> {
     pub fn with_field_manager(mut self, field_manager: &str) -> Self {
         self.field_manager = Arc::from(field_manager);
         self
+    }
+
+    /// The provider's own namespace on the platform cluster (`POD_NAMESPACE`), where the
+    /// Secrets the ProviderConfig names live (the runtime sets it).
+    pub fn with_provider_namespace(mut self, namespace: &str) -> Self {
+        self.provider_namespace = Arc::from(namespace);
+        self
+    }
+
+    /// The provider's own namespace on the platform cluster, where the Secrets the
+    /// ProviderConfig names (pull secrets, chart pull secrets) live.
+    pub fn provider_namespace(&self) -> &str {
+        &self.provider_namespace
+    }
+
+    /// Where this reconcile's resource sets report their members; the runtime writes them into
+    /// `status.resources` and derives the object's readiness from them.
+    pub fn resources(&self) -> &ResourceSink {
+        &self.resources
     }
 
     /// The whole ProviderConfig object.
@@ -341,10 +364,27 @@ impl<P: ServiceProvider> Context<P> {
         &self.field_manager
     }
 
+    /// Where `cluster` is, for `status.resources`: the tenant's control plane, the workload
+    /// cluster, or (anything else) the platform cluster.
+    pub fn location_of(&self, cluster: &ClusterAccess) -> Location {
+        if std::ptr::eq(cluster, &self.mcp) {
+            Location::ManagedControlPlane
+        } else if self
+            .workload
+            .as_ref()
+            .is_some_and(|w| std::ptr::eq(cluster, w))
+        {
+            Location::WorkloadCluster
+        } else {
+            Location::PlatformCluster
+        }
+    }
+
     /// A set of objects to apply into `cluster` as a whole: objects an earlier apply of the set
     /// `name` installed and this one omits are deleted. The inventory is the ConfigMap `name` in
     /// the namespace `default` of that cluster (see [`ApplySet::inventory_namespace`]); make
-    /// `name` unique per tenant when several tenants share the cluster.
+    /// `name` unique per tenant when several tenants share the cluster. Its members are reported
+    /// in `status.resources`.
     pub fn apply_set(&self, cluster: &ClusterAccess, name: impl Into<String>) -> ApplySet {
         ApplySet::new(
             cluster.client().clone(),
@@ -352,5 +392,35 @@ impl<P: ServiceProvider> Context<P> {
             "default",
             self.field_manager.to_string(),
         )
+        .located(self.location_of(cluster))
+        .report_to(self.resources.clone())
+    }
+
+    /// The tenant's resource set `name` across its clusters: the tenant's control plane (the
+    /// default for [`ApplySet::add`]) and, when the provider has one, the workload cluster
+    /// ([`ApplySet::add_to`] with [`Location::WorkloadCluster`]). Objects are applied in
+    /// dependency order once what they depend on is ready, pruned when they leave the set, and
+    /// deleted in reverse order by [`ApplySet::delete`]; the runtime writes every member into
+    /// `status.resources` and keeps the object `Progressing` until all are ready.
+    ///
+    /// The inventories are the ConfigMap `<name>-<tenant id>` in the namespace `default` of each
+    /// cluster, so tenants sharing a workload cluster never share a set.
+    pub fn resource_set(&self, name: &str) -> ApplySet {
+        let name = format!("{name}-{}", self.identity.stable_id());
+        let mut set = ApplySet::new(
+            self.mcp.client().clone(),
+            name,
+            "default",
+            self.field_manager.to_string(),
+        )
+        .report_to(self.resources.clone());
+        if let Some(workload) = &self.workload {
+            set = set.with_cluster(
+                Location::WorkloadCluster,
+                workload.client().clone(),
+                "default",
+            );
+        }
+        set
     }
 }

@@ -19,6 +19,8 @@ pub mod duration;
 pub mod error;
 pub mod events;
 pub mod fields;
+pub mod flux;
+pub mod helm;
 pub mod init;
 pub mod kcp;
 pub mod logging;
@@ -29,19 +31,23 @@ pub mod outcome;
 pub mod platform;
 pub mod provider;
 pub mod provider_config;
+pub mod pull_secrets;
 pub mod queue;
 pub mod rbac;
 pub mod runner;
 pub mod standard;
 pub mod status;
 
-pub use apply::ApplySet;
+pub use apply::{
+    ApplySet, DeletionPolicy, Location, ManagedResource, MemberRef, Readiness, ResourcePhase,
+};
 pub use cli::{App, run, run_with_args};
 pub use context::{ClusterAccess, Context, Identity, Mode};
 pub use duration::Duration;
 pub use error::Error;
 pub use events::ObjectEvents;
 pub use fields::JsonFields;
+pub use helm::{HelmChart, HelmInstall};
 pub use manifests::{Manifest, manifests};
 pub use outcome::{Apply, Delete, Deletion, Outcome};
 pub use provider::{ProviderInfo, Reconcile, ServiceProvider, WorkloadCluster};

@@ -7,6 +7,10 @@
 #[allow(dead_code)]
 mod velero;
 
+#[path = "../../examples/external-secrets/main.rs"]
+#[allow(dead_code)]
+mod eso;
+
 mod common;
 mod config;
 mod faults;
@@ -15,6 +19,7 @@ mod leader;
 mod lifecycle;
 mod logs;
 mod long_names;
+mod managed;
 mod metrics;
 mod newcomer;
 mod process;

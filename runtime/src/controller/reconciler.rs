@@ -28,6 +28,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::access::{AccessState, Registration};
+use crate::apply::ResourcePhase;
 use crate::context::{ClusterAccess, Context, Identity, WorkloadAccess};
 use crate::controller::source::Source;
 use crate::error::Error;
@@ -82,6 +83,10 @@ enum AuthorCall<T> {
     /// It ran past the timeout and was cancelled.
     TimedOut(Duration),
 }
+
+/// Re-check interval while a managed object is pending: nothing watches the objects themselves,
+/// and a HelmRelease or a rollout is usually ready within seconds.
+const RESOURCE_RECHECK: Duration = Duration::from_secs(2);
 
 /// What a reconcile achieved, for the queue and the metrics.
 struct Step {
@@ -343,12 +348,32 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             }
             AuthorCall::Returned(Ok(outcome)) => {
                 let (state, requeue, extra) = outcome.into_parts();
+                // The managed objects decide too: the object is Ready only when every one is.
+                let resources = cx.resources().take();
+                let held = resources.as_deref().and_then(status::held_up_by);
+                let state = match (state, held) {
+                    (State::Ready | State::Done, Some((reason, message))) => {
+                        State::Progressing { reason, message }
+                    }
+                    (state, _) => state,
+                };
+                let requeue = requeue.or_else(|| {
+                    resources
+                        .as_deref()
+                        .is_some_and(|r| r.iter().any(|r| r.phase == ResourcePhase::Pending))
+                        .then_some(RESOURCE_RECHECK)
+                });
                 match state {
                     // `Done` and `Blocked` are `delete`'s; `create_or_update`'s type cannot
                     // carry them, the arms only keep the match exhaustive.
                     State::Ready | State::Done => {
-                        self.write_status(id, &object, Report::ready().with_extra(extra), false)
-                            .await;
+                        self.write_status(
+                            id,
+                            &object,
+                            Report::ready().with_extra(extra).with_resources(resources),
+                            false,
+                        )
+                        .await;
                         let requeue = requeue.or(poll).map_or(Requeue::Never, Requeue::After);
                         Step::new(ReconcileResult::ready, requeue)
                     }
@@ -356,7 +381,9 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                         self.write_status(
                             id,
                             &object,
-                            Report::progressing(reason, message).with_extra(extra),
+                            Report::progressing(reason, message)
+                                .with_extra(extra)
+                                .with_resources(resources),
                             false,
                         )
                         .await;
@@ -443,6 +470,16 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                     }
                     AuthorCall::Returned(Ok(outcome)) => {
                         let (state, requeue, extra) = outcome.into_parts();
+                        // Managed objects still going hold the deletion, named in the status.
+                        let resources = cx.resources().take();
+                        let held = resources.as_deref().and_then(status::held_up_by);
+                        let (state, requeue) = match (state, held) {
+                            (State::Done | State::Ready, Some((reason, message))) => (
+                                State::Progressing { reason, message },
+                                requeue.or(Some(RESOURCE_RECHECK)),
+                            ),
+                            (state, _) => (state, requeue),
+                        };
                         match state {
                             State::Done | State::Ready => {}
                             State::Blocked { reason, message } => {
@@ -464,7 +501,9 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                                 self.write_status(
                                     id,
                                     &object,
-                                    Report::terminating(reason, message).with_extra(extra),
+                                    Report::terminating(reason, message)
+                                        .with_extra(extra)
+                                        .with_resources(resources),
                                     true,
                                 )
                                 .await;
@@ -736,7 +775,8 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         let events = self.source.events(id).for_object(object.object_ref(&()));
         Ok(cx
             .with_events(events)
-            .with_field_manager(self.platform.provider_name()))
+            .with_field_manager(self.platform.provider_name())
+            .with_provider_namespace(self.platform.pod_namespace()))
     }
 
     fn forget(&self, id: &Identity) {

@@ -48,6 +48,26 @@
 //!   old spec are removed). Deletion deletes the ServiceAccount (its tokens stop working at
 //!   once), the RBAC objects and the Secret, then removes the finalizer.
 //!
+//! - **Flux** ([`flux`]): every workload cluster is created with the Flux CRDs
+//!   (`source.toolkit.fluxcd.io/v1` OCIRepository and HelmRepository, `helm.toolkit.fluxcd.io/v2`
+//!   HelmRelease, with the runtime's [`crate::flux`] schemas) and a stand-in for the source- and
+//!   helm-controller: an object not Ready for its generation is looked at after
+//!   [`flux::READY_AFTER`] and again every half second until it is. A source is Ready
+//!   (`Succeeded`) when its URL is well-formed (`oci://<host>/<path>`, `http(s)://…`) and its
+//!   `secretRef` Secret exists (`URLInvalid`, `AuthenticationFailed` otherwise). A HelmRelease
+//!   waits (`Ready=Unknown`, `Reconciling=True`) until its source is Ready, then reads the
+//!   kubeconfig Secret of `kubeConfig.secretRef`, connects with it to the target cluster, and
+//!   creates the target namespace there when `install.createNamespace` is set (`InstallFailed`
+//!   with Helm's message when any of that fails); then `InstallSucceeded`. The annotation
+//!   [`flux::FAIL_INSTALL_ANNOTATION`] on a HelmRelease makes its install fail with the
+//!   annotation's value, for tests.
+//!
+//!   Not simulated: pulling artifacts (no registry is contacted; any tag exists), chart
+//!   rendering, values validation and the objects a chart would install (nothing of the chart
+//!   appears in the target cluster, so deleting a HelmRelease uninstalls nothing and needs no
+//!   finalizer), Helm release storage Secrets, drift detection, remediation and retries counts,
+//!   `dependsOn`, `valuesFrom`, suspend, intervals (a Ready object is not looked at again, so a
+//!   source that breaks later is not noticed), Kustomizations and every other Flux kind.
 //! - **kcp** ([`TestEnvBuilder::kcp`]): an embedded kcp with a provider workspace and N consumer
 //!   workspaces; for a kcp-capable provider its APIResourceSchema and APIExport in the provider
 //!   workspace, an APIBinding with every permission claim accepted in each consumer, and a
@@ -71,6 +91,7 @@
 //! - Events come from watches, not from periodic resyncs: a grant takes milliseconds.
 
 pub mod env;
+pub mod flux;
 pub mod hosting;
 pub mod kcp;
 pub mod operator;

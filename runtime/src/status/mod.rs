@@ -86,6 +86,10 @@ pub struct ServiceStatus<X = NoStatus> {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::status::conditions_schema")]
     pub conditions: Vec<Condition>,
+    /// The objects the provider manages for this tenant, one entry each, with phase and
+    /// location (written by the runtime from the tenant's resource sets).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<crate::apply::ManagedResource>,
     /// The author's extra status fields.
     #[serde(flatten)]
     pub extra: X,

@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value};
 
+use crate::apply::{ManagedResource, ResourcePhase};
 use crate::status::{ExtraStatus, Phase, ServiceStatus};
 
 /// Type of the condition that summarises an object.
@@ -54,6 +55,8 @@ pub struct Report<X> {
     pub extra: Option<X>,
     /// `Some((reason, message))` sets `DeletionBlocked=True`; `None` removes it.
     pub blocked: Option<(String, String)>,
+    /// New `status.resources`; `None` keeps what is there.
+    pub resources: Option<Vec<ManagedResource>>,
 }
 
 impl<X> Report<X> {
@@ -85,12 +88,21 @@ impl<X> Report<X> {
             message: message.into(),
             extra: None,
             blocked: None,
+            resources: None,
         }
     }
 
     /// With the author's extra status.
     pub fn with_extra(mut self, extra: Option<X>) -> Self {
         self.extra = extra;
+        self
+    }
+
+    /// With the managed objects' statuses (`None` keeps what is there).
+    pub fn with_resources(mut self, resources: Option<Vec<ManagedResource>>) -> Self {
+        if resources.is_some() {
+            self.resources = resources;
+        }
         self
     }
 
@@ -135,7 +147,30 @@ pub fn apply<X: ExtraStatus>(
     if let Some(extra) = report.extra {
         status.extra = extra;
     }
+    if let Some(resources) = report.resources {
+        status.resources = resources;
+    }
     status
+}
+
+/// The (reason, message) of the first managed object that is not ready, which holds the Service
+/// API object back: `WaitingFor<Kind>` while it is pending or going, `<Kind>Failed` when it
+/// reports a failure; the message names it, its cluster, and what it says.
+pub fn held_up_by(resources: &[ManagedResource]) -> Option<(String, String)> {
+    let first = resources
+        .iter()
+        .find(|r| r.phase == ResourcePhase::Failed)
+        .or_else(|| resources.iter().find(|r| r.phase != ResourcePhase::Ready))?;
+    let reason = match first.phase {
+        ResourcePhase::Failed => format!("{}Failed", first.kind),
+        ResourcePhase::Terminating => format!("WaitingFor{}Deletion", first.kind),
+        _ => format!("WaitingFor{}", first.kind),
+    };
+    let message = match &first.message {
+        Some(m) if !m.is_empty() => format!("{}: {m}", first.describe()),
+        _ => format!("{} is not ready", first.describe()),
+    };
+    Some((reason, message))
 }
 
 /// `meta.SetStatusCondition`: replaces the condition of `type_`, keeping its

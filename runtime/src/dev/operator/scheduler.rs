@@ -324,6 +324,12 @@ async fn create_cluster(
         .host_cluster(key)
         .await
         .map_err(|e| ReconcileError::Other(e.to_string()))?;
+    // A workload cluster comes with Flux, as openMCP's do: providers install Helm charts there.
+    if purpose == PURPOSE_WORKLOAD {
+        crate::dev::flux::start(sh, key, &handle)
+            .await
+            .map_err(|e| ReconcileError::Other(e.to_string()))?;
+    }
     sh.hosted.lock().insert(
         key.clone(),
         Hosted {
