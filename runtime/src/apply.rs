@@ -351,7 +351,10 @@ impl DeleteReport {
 /// Where a [`Context`](crate::Context)'s sets report their members, for the runtime to write
 /// into `status.resources`.
 #[derive(Clone, Debug, Default)]
-pub struct ResourceSink(Arc<Mutex<Vec<(String, Vec<ManagedResource>)>>>);
+pub struct ResourceSink(Arc<Mutex<SetReports>>);
+
+/// Each set's members, by set name.
+type SetReports = Vec<(String, Vec<ManagedResource>)>;
 
 impl ResourceSink {
     fn record(&self, set: &str, resources: Vec<ManagedResource>) {
@@ -921,18 +924,16 @@ impl ApplySet {
         }
 
         let mut report = ApplyReport::default();
-        let mut ready: HashMap<&MemberRef, Option<ManagedResource>> = HashMap::new();
+        let mut ready: HashMap<&MemberRef, ResourcePhase> = HashMap::new();
         let params = PatchParams::apply(&self.field_manager).force();
         for &i in &order {
             let d = &self.objects[i];
             let member = &d.key.member;
             let client = &self.targets[self.target(d.key.location)?].client;
-            let blocker = deps[i].iter().find_map(|dep| match ready.get(dep) {
-                Some(Some(r)) if r.phase == ResourcePhase::Ready => None,
-                Some(_) => Some(dep),
-                // Not in this set: the author vouches for it.
-                None => None,
-            });
+            // A dependency outside this set is the author's to vouch for.
+            let blocker = deps[i]
+                .iter()
+                .find(|dep| ready.get(dep).is_some_and(|p| *p != ResourcePhase::Ready));
             if let Some(blocker) = blocker {
                 report.waiting.push(member.clone());
                 let status = ManagedResource::new(
@@ -940,8 +941,8 @@ impl ApplySet {
                     ResourcePhase::Pending,
                     format!("waiting for {blocker}"),
                 );
-                report.resources.push(status.clone());
-                ready.insert(&d.key, Some(status));
+                ready.insert(&d.key, status.phase);
+                report.resources.push(status);
                 continue;
             }
             let api = member.api(client);
@@ -973,8 +974,8 @@ impl ApplySet {
                 }
             };
             let status = status_of(&d.key, &object, d.check.as_ref());
-            report.resources.push(status.clone());
-            ready.insert(&d.key, Some(status));
+            ready.insert(&d.key, status.phase);
+            report.resources.push(status);
         }
 
         // Prune what left the set, dependants first; then narrow the inventories.
