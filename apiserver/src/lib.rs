@@ -66,7 +66,7 @@ pub use cluster::{ApiServer, Cluster, ClusterOptions, ControlPlane};
 pub use error::ApiError;
 pub use faults::{FaultRule, Faults};
 pub use kcp::{Kcp, KcpOptions};
-pub use metrics::{CounterKey, Counters};
+pub use metrics::{CounterKey, Counters, LoggedRequest};
 pub use shard::{LogicalClusterOptions, Shard, ShardOptions};
 pub use wait::{WaitError, conditions, wait_for};
 

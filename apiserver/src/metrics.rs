@@ -1,7 +1,9 @@
-//! Request counters by (cluster, verb, resource, code), readable from Rust and at `/metrics`.
+//! Request counters by (cluster, verb, resource, code), readable from Rust and at `/metrics`,
+//! and an opt-in log of the requests in the order they were answered.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -19,13 +21,67 @@ pub struct CounterKey {
     pub code: u16,
 }
 
+/// One request in the log [`Counters::start_log`] turns on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedRequest {
+    /// Position among the requests of every server in this process: entries of different
+    /// servers' logs sort into the order they were answered in.
+    pub sequence: u64,
+    /// The cluster (or shard/surface) name, as in [`CounterKey::cluster`].
+    pub cluster: String,
+    /// The verb, as in [`CounterKey::verb`].
+    pub verb: String,
+    /// The resource, as in [`CounterKey::resource`].
+    pub resource: String,
+    /// The namespace (empty for cluster-scoped objects and collections across namespaces).
+    pub namespace: String,
+    /// The object's name (empty for collections).
+    pub name: String,
+    /// HTTP status code answered.
+    pub code: u16,
+}
+
+/// Orders the logs of every server in the process.
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
 /// Request counters of one cluster.
 #[derive(Debug, Default)]
 pub struct Counters {
     map: Mutex<BTreeMap<CounterKey, u64>>,
+    // Off unless a test asks: a benchmark's millions of requests are not kept.
+    logging: AtomicBool,
+    log: Mutex<Vec<LoggedRequest>>,
 }
 
 impl Counters {
+    /// Starts keeping every request answered from now on, in order (see [`Counters::log`]).
+    pub fn start_log(&self) {
+        self.logging.store(true, Ordering::SeqCst);
+    }
+
+    /// The requests answered since [`Counters::start_log`], in the order they were answered.
+    pub fn log(&self) -> Vec<LoggedRequest> {
+        self.log.lock().clone()
+    }
+
+    /// Logs one request when the log is on.
+    pub fn log_request(&self, key: &CounterKey, namespace: &str, name: &str) {
+        if !self.logging.load(Ordering::Relaxed) {
+            return;
+        }
+        // Taken under the lock, so that one server's log is in sequence order.
+        let mut log = self.log.lock();
+        log.push(LoggedRequest {
+            sequence: SEQUENCE.fetch_add(1, Ordering::SeqCst),
+            cluster: key.cluster.clone(),
+            verb: key.verb.clone(),
+            resource: key.resource.clone(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            code: key.code,
+        });
+    }
+
     /// Counts one request.
     pub fn record(&self, cluster: &str, verb: &str, resource: &str, code: u16) {
         let key = CounterKey {
@@ -71,9 +127,10 @@ impl Counters {
             .collect()
     }
 
-    /// Sets every counter back to zero.
+    /// Sets every counter back to zero and empties the log.
     pub fn reset(&self) {
         self.map.lock().clear();
+        self.log.lock().clear();
     }
 
     /// The counters in the Prometheus text format (`apiserver_request_total`).

@@ -8,11 +8,11 @@ use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::json;
-use service_provider::Identity;
 use service_provider::kube::Api;
 use service_provider::kube::api::DeleteParams;
 use service_provider::openmcp::naming::{stable_mcp_namespace, stable_request_name};
 use service_provider::openmcp::{AccessRequest, ClusterRequest};
+use service_provider::{Identity, Location, ResourcePhase};
 use service_provider_apiserver::kcp::KcpOptions;
 
 use crate::common::{self, TIMEOUT};
@@ -67,6 +67,42 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
         assert_eq!(
             status.extra.worker_namespace.as_deref(),
             Some(worker_ns.as_str())
+        );
+        // status.resources: Velero's API in the workspace, the worker on the workload cluster,
+        // every one Ready.
+        let mut listed: Vec<(String, String, Location, ResourcePhase)> = status
+            .resources
+            .iter()
+            .map(|r| {
+                let location = r.location.expect("a location");
+                (r.kind.clone(), r.name.clone(), location, r.phase)
+            })
+            .collect();
+        listed.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        let (mcp, wl, ok) = (
+            Location::ManagedControlPlane,
+            Location::WorkloadCluster,
+            ResourcePhase::Ready,
+        );
+        let crd = |plural: &str| {
+            (
+                "CustomResourceDefinition".to_owned(),
+                format!("{plural}.velero.io"),
+                mcp,
+                ok,
+            )
+        };
+        assert_eq!(
+            listed,
+            vec![
+                crd("backups"),
+                crd("backupstoragelocations"),
+                crd("restores"),
+                crd("schedules"),
+                ("Deployment".into(), "velero".into(), wl, ok),
+                ("Namespace".into(), worker_ns.clone(), wl, ok),
+                ("Secret".into(), "tenant-kubeconfig".into(), wl, ok),
+            ]
         );
         worker_namespaces.insert(worker_ns);
         // Velero's API went into the workspace.

@@ -12,7 +12,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use serde_json::json;
 use service_provider::dev::flux::FAIL_INSTALL_ANNOTATION;
-use service_provider::dev::{ControlPlaneRef, TestEnv};
+use service_provider::dev::{ClusterHandle, ControlPlaneRef, TestEnv};
 use service_provider::flux::{HelmRelease, OCIRepository};
 use service_provider::kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use service_provider::kube::runtime::watcher;
@@ -20,6 +20,7 @@ use service_provider::kube::{Api, ResourceExt};
 use service_provider::openmcp::AccessRequest;
 use service_provider::openmcp::naming::stable_mcp_namespace;
 use service_provider::{Identity, Location, ManagedResource, ResourcePhase};
+use service_provider_apiserver::LoggedRequest;
 
 use crate::common::{self, TIMEOUT};
 use crate::eso::{ExternalSecretsOperator, ExternalSecretsOperatorProviderConfig};
@@ -259,23 +260,10 @@ async fn eso_installs_through_flux_and_uninstalls_in_reverse() {
     );
 
     // Delete: the objects go in reverse order, ESO's namespace stays without its set label, and
-    // the access is given back.
-    let deleted = Arc::new(Mutex::new(Vec::<String>::new()));
-    let mut watches = Vec::new();
-    for kind in ["Namespace", "Secret", "OCIRepository", "HelmRelease"] {
-        let deleted = deleted.clone();
-        let client = workload.client();
-        watches.push(tokio::spawn(async move {
-            let mut record = |name: String| deleted.lock().unwrap().push(format!("{kind} {name}"));
-            match kind {
-                "Namespace" => record_deletes(Api::<Namespace>::all(client), &mut record).await,
-                "Secret" => record_deletes(Api::<Secret>::all(client), &mut record).await,
-                "OCIRepository" => {
-                    record_deletes(Api::<OCIRepository>::all(client), &mut record).await
-                }
-                _ => record_deletes(Api::<HelmRelease>::all(client), &mut record).await,
-            }
-        }));
+    // the access is given back after — in the order the servers answered the requests.
+    let clusters = [tenant.clone(), workload.clone(), env.platform().clone()];
+    for cluster in &clusters {
+        cluster.counters().start_log();
     }
     api.delete(NAME, &DeleteParams::default())
         .await
@@ -292,31 +280,39 @@ async fn eso_installs_through_flux_and_uninstalls_in_reverse() {
     })
     .await
     .expect("the tenant's namespace on the workload cluster goes");
-    for w in watches {
-        w.abort();
-    }
-    let order = deleted.lock().unwrap().clone();
-    let at = |what: &str| {
-        order
+    let deletes = deletes_in_order(&clusters);
+    let at = |resource: &str, name: &str| {
+        deletes
             .iter()
-            .position(|d| d == what)
-            .unwrap_or_else(|| panic!("{what} deleted: {order:?}"))
+            .position(|(r, n)| r == resource && n == name)
+            .unwrap_or_else(|| panic!("{resource} {name} deleted: {deletes:?}"))
     };
-    let release_at = at("HelmRelease external-secrets");
-    let repo_at = at("OCIRepository external-secrets");
-    assert!(release_at < repo_at, "{order:?}");
+    let release_at = at("helmreleases", "external-secrets");
+    let repo_at = at("ocirepositories", "external-secrets");
+    let kubeconfig_at = at("secrets", "external-secrets-kubeconfig");
+    assert!(release_at < repo_at, "{deletes:?}");
+    assert!(repo_at < at("secrets", &copy("chart-creds")), "{deletes:?}");
+    assert!(release_at < kubeconfig_at, "{deletes:?}");
+    assert!(kubeconfig_at < at("namespaces", &flux_ns), "{deletes:?}");
+    // The HelmRelease needed the pull-secret copies in the tenant's cluster: they go after it.
+    assert!(release_at < at("secrets", &copy("regcred")), "{deletes:?}");
+    // ESO's namespace is never deleted.
     assert!(
-        repo_at < at(&format!("Secret {}", copy("chart-creds"))),
-        "{order:?}"
+        !deletes
+            .iter()
+            .any(|(r, n)| r == "namespaces" && n == "external-secrets"),
+        "{deletes:?}"
     );
-    assert!(
-        release_at < at("Secret external-secrets-kubeconfig"),
-        "{order:?}"
-    );
-    assert!(
-        at("Secret external-secrets-kubeconfig") < at(&format!("Namespace {flux_ns}")),
-        "{order:?}"
-    );
+    // The access goes only once every member is gone.
+    let last_member = deletes
+        .iter()
+        .rposition(|(r, _)| r != "accessrequests" && r != "configmaps")
+        .expect("members deleted");
+    let first_access = deletes
+        .iter()
+        .position(|(r, _)| r == "accessrequests")
+        .unwrap_or_else(|| panic!("the access is given back: {deletes:?}"));
+    assert!(last_member < first_access, "{deletes:?}");
 
     let eso_ns = Api::<Namespace>::all(tenant.client())
         .get("external-secrets")
@@ -339,22 +335,28 @@ async fn eso_installs_through_flux_and_uninstalls_in_reverse() {
     );
 }
 
-/// Records the name of every object of `api` deleted from now on.
-async fn record_deletes<K>(api: Api<K>, record: &mut impl FnMut(String))
-where
-    K: service_provider::kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + 'static,
-{
-    let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()));
-    while let Some(Ok(event)) = stream.next().await {
-        if let watcher::Event::Delete(o) = event {
-            record(o.name_any());
+/// The first delete request of each object on these clusters, as (resource, name), in the
+/// order the servers answered them (the embedded servers' request logs).
+fn deletes_in_order(clusters: &[ClusterHandle]) -> Vec<(String, String)> {
+    let mut log: Vec<LoggedRequest> = Vec::new();
+    for cluster in clusters {
+        let label = cluster.counter_label();
+        // Clusters sharing a server share its log: each entry once.
+        for entry in cluster.counters().log() {
+            if entry.cluster == label && !log.iter().any(|e| e.sequence == entry.sequence) {
+                log.push(entry);
+            }
         }
     }
+    log.sort_by_key(|e| e.sequence);
+    let mut deletes: Vec<(String, String)> = Vec::new();
+    for entry in log {
+        let object = (entry.resource, entry.name);
+        if entry.verb == "delete" && !deletes.contains(&object) {
+            deletes.push(object);
+        }
+    }
+    deletes
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

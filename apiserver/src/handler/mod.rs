@@ -241,12 +241,15 @@ pub async fn handle(target: Target, req: Request<Bytes>, path: &str) -> Response
     } else {
         parts.method.as_str().to_lowercase()
     };
-    target.shard.counters().record(
-        &target.label,
-        &verb,
-        &ri.resource_label(),
-        resp.status().as_u16(),
-    );
+    let counters = target.shard.counters();
+    let key = crate::metrics::CounterKey {
+        cluster: target.label.to_string(),
+        verb,
+        resource: ri.resource_label(),
+        code: resp.status().as_u16(),
+    };
+    counters.log_request(&key, &ri.namespace, &ri.name);
+    counters.record(&key.cluster, &key.verb, &key.resource, key.code);
     resp
 }
 
