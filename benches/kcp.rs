@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::json;
 use service_provider::dev::TestEnv;
+use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, PostParams};
-use service_provider::kube::{Api, ResourceExt};
 use service_provider::prelude::*;
 use service_provider_apiserver::kcp::{KcpOptions, VIRTUAL_WORKSPACE_SURFACE};
 use service_provider_runtime::kcp::KcpSettings;
@@ -122,7 +122,7 @@ async fn run(workspaces: usize, shards: usize, concurrency: usize) -> Results {
     // The observer: one wildcard watch per shard through the export's virtual workspace (a
     // shard's own wildcard does not serve bound resources), as admin, open before the
     // provider's are counted.
-    let ready = ReadyTimes::new(|o| o.annotations().get("kcp.io/cluster").cloned());
+    let ready = ReadyTimes::new(|m| m.annotations.as_ref()?.get("kcp.io/cluster").cloned());
     let export = kcp.export_name().expect("the export").to_owned();
     let _watches: Vec<_> = kcp
         .kcp()
@@ -133,7 +133,7 @@ async fn run(workspaces: usize, shards: usize, concurrency: usize) -> Results {
             let client = kcp
                 .kcp()
                 .client_for_url(&format!("{url}/clusters/*"), kcp.kcp().admin_token());
-            ready.watch(client)
+            ready.watch::<Bench>(client)
         })
         .collect();
     let deadline = Instant::now() + TIMEOUT;

@@ -6,6 +6,7 @@
 //! cargo bench --bench standard                       # 1,000 / 200 / 10,000 objects
 //! cargo bench --bench standard -- --objects 300 --latency 50 --memory 1000
 //! cargo bench --bench standard -- --baseline-first   # the hand-written controller runs first
+//! cargo bench --bench standard -- --objects 0 --latency 0 --memory 0 --eso 1000  # managed only
 //! ```
 //!
 //! Measured, for both implementations:
@@ -21,6 +22,10 @@
 //!   embedded API servers included, which a provider's own binary does not carry; the kernel maps
 //!   neighbouring pages of it that the parent already loaded (fault-around), so that part says
 //!   little about a provider.
+//! - **managed resources** (`--eso`, [`eso`]): the External Secrets Operator example against the
+//!   same objects written by hand with plain kube calls, `--eso` tenants each: tenants to Ready
+//!   per second, writes per tenant from create to Ready, and reads and writes per tenant of a
+//!   no-op reconcile.
 //!
 //! Both use 16 concurrent reconciles.
 
@@ -37,6 +42,8 @@ use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use service_provider_runtime::runner::{RunOptions, Runtime};
 // Each benchmark uses part of it.
+#[path = "eso/mod.rs"]
+mod eso;
 #[allow(dead_code)]
 #[path = "support/mod.rs"]
 mod support;
@@ -554,8 +561,8 @@ async fn memory(objects: usize) -> (Option<Memory>, Option<Memory>) {
     std::fs::write(&admin_platform, env.platform().kubeconfig()).unwrap();
     let onboarding = dir.join("onboarding.kubeconfig");
     std::fs::write(&onboarding, env.onboarding().kubeconfig()).unwrap();
-    let ready = ReadyTimes::new(|o| o.metadata.name.clone());
-    let _watch = ready.watch(env.onboarding().client());
+    let ready = ReadyTimes::new(|m| m.name.clone());
+    let _watch = ready.watch::<Bench>(env.onboarding().client());
     let names: Vec<String> = cps.iter().map(|c| c.name.clone()).collect();
 
     // `SP_BENCH_WRAP="heaptrack -o /tmp/hp-{role}"` (or `perf record -g -o /tmp/{role}.data`)
@@ -693,6 +700,7 @@ fn main() {
     let objects = number(&args, "--objects", 1000);
     let latency = number(&args, "--latency", 200);
     let memory_objects = number(&args, "--memory", 10_000);
+    let eso_tenants = number(&args, "--eso", 1000);
     let baseline_first = args.iter().any(|a| a == "--baseline-first");
     runtime.block_on(async move {
         let mut cps = control_planes("ours", latency, objects);
@@ -700,8 +708,8 @@ fn main() {
         let started = Instant::now();
         let env = env_with(&cps).await;
         eprintln!("{} ControlPlanes ready in {:.1?}", cps.len(), started.elapsed());
-        let ready = ReadyTimes::new(|o| o.metadata.name.clone());
-        let _watch = ready.watch(env.onboarding().client());
+        let ready = ReadyTimes::new(|m| m.name.clone());
+        let _watch = ready.watch::<Bench>(env.onboarding().client());
 
         // The second one runs against a server holding the first one's objects too:
         // `--baseline-first` swaps the order to see what that costs.
@@ -742,6 +750,17 @@ fn main() {
         };
         env.stop();
         drop(env);
+
+        if eso_tenants > 0 {
+            let (ours, base) = eso::run(eso_tenants).await;
+            println!("\nmanaged resources: the External Secrets Operator example, {eso_tenants} tenants each");
+            println!("{:<44} {:>16} {:>16}", "", "resource set", "by hand");
+            let row = |what: &str, a: String, b: String| println!("{what:<44} {a:>16} {b:>16}");
+            row("tenants to Ready per second", format!("{:.1}", ours.throughput), format!("{:.1}", base.throughput));
+            row("API writes per tenant, create to Ready", format!("{:.2}", ours.writes_per_tenant), format!("{:.2}", base.writes_per_tenant));
+            row("no-op reconcile: reads per tenant", format!("{:.2}", ours.noop_reads), format!("{:.2}", base.noop_reads));
+            row("no-op reconcile: writes per tenant", format!("{:.2}", ours.noop_writes), format!("{:.2}", base.noop_writes));
+        }
 
         if memory_objects > 0 {
             let (ours_memory, base_memory) = memory(memory_objects).await;

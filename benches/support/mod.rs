@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
-use service_provider::kube::Api;
+use service_provider::kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use service_provider::kube::runtime::{WatchStreamExt, watcher};
+use service_provider::kube::{Api, Resource};
 use service_provider::prelude::*;
 use tokio::sync::Notify;
 
@@ -39,13 +40,13 @@ impl Reconcile for Bench {
 /// (the name in standard mode, the logical cluster in kcp).
 #[derive(Clone)]
 pub struct ReadyTimes {
-    key: fn(&Bench) -> Option<String>,
+    key: fn(&ObjectMeta) -> Option<String>,
     times: Arc<Mutex<HashMap<String, Instant>>>,
     changed: Arc<Notify>,
 }
 
 impl ReadyTimes {
-    pub fn new(key: fn(&Bench) -> Option<String>) -> Self {
+    pub fn new(key: fn(&ObjectMeta) -> Option<String>) -> Self {
         ReadyTimes {
             key,
             times: Arc::default(),
@@ -53,10 +54,16 @@ impl ReadyTimes {
         }
     }
 
-    pub fn watch(&self, client: service_provider::kube::Client) -> tokio::task::JoinHandle<()> {
+    /// Watches the Service API objects of kind `K` (any provider's: read as `DynamicObject`).
+    pub fn watch<K: Resource<DynamicType = ()>>(
+        &self,
+        client: service_provider::kube::Client,
+    ) -> tokio::task::JoinHandle<()> {
         let this = self.clone();
+        let resource = ApiResource::erase::<K>(&());
         tokio::spawn(async move {
-            let stream = watcher(Api::<Bench>::all(client), watcher::Config::default())
+            let api = Api::<DynamicObject>::all_with(client, &resource);
+            let stream = watcher(api, watcher::Config::default())
                 .default_backoff()
                 .applied_objects();
             let mut stream = std::pin::pin!(stream);
@@ -69,11 +76,11 @@ impl ReadyTimes {
                         continue;
                     }
                 };
-                let ready = object.status.as_ref().is_some_and(|s| {
-                    s.phase == Some(service_provider::Phase::Ready)
-                        && s.observed_generation == object.metadata.generation
-                });
-                if let (true, Some(key)) = (ready, (this.key)(&object)) {
+                let status = &object.data["status"];
+                let ready = status["phase"] == "Ready"
+                    && status["observedGeneration"].as_i64().is_some()
+                    && status["observedGeneration"].as_i64() == object.metadata.generation;
+                if let (true, Some(key)) = (ready, (this.key)(&object.metadata)) {
                     let now = Instant::now();
                     this.times.lock().unwrap().entry(key).or_insert(now);
                     this.changed.notify_waiters();
