@@ -304,10 +304,17 @@ async fn eso_installs_through_flux_and_uninstalls_in_reverse() {
         "{deletes:?}"
     );
     // The access goes only once every member is gone.
-    let last_member = deletes
-        .iter()
-        .rposition(|(r, _)| r != "accessrequests" && r != "configmaps")
-        .expect("members deleted");
+    let last_member = [
+        release_at,
+        repo_at,
+        kubeconfig_at,
+        at("secrets", &copy("chart-creds")),
+        at("secrets", &copy("regcred")),
+        at("namespaces", &flux_ns),
+    ]
+    .into_iter()
+    .max()
+    .expect("members deleted");
     let first_access = deletes
         .iter()
         .position(|(r, _)| r == "accessrequests")
