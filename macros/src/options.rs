@@ -24,6 +24,8 @@ pub(crate) const OPTIONS: &[&str] = &[
     "config",
     "status",
     "workload_cluster",
+    "mcp_access",
+    "workload_access",
     "kcp",
     "crate",
 ];
@@ -43,6 +45,16 @@ pub(crate) enum Workload {
     None,
     Optional,
     Required,
+}
+
+/// `mcp_access = …` / `workload_access = …`: what the runtime's AccessRequests ask for.
+pub(crate) enum Access {
+    /// `least_privilege` (the default): `service_provider::access::least_privilege()`.
+    LeastPrivilege,
+    /// `cluster_admin`: a binding of the cluster's `cluster-admin`.
+    ClusterAdmin,
+    /// The path of the author's `fn() -> TokenConfig`.
+    Function(syn::Path),
 }
 
 /// One `printcolumn(...)`.
@@ -69,6 +81,8 @@ pub(crate) struct Options {
     pub config: Option<TypePath>,
     pub status: Option<TypePath>,
     pub workload_cluster: Option<Workload>,
+    pub mcp_access: Option<(Access, Span)>,
+    pub workload_access: Option<(Access, Span)>,
     pub kcp: bool,
     pub krate: Option<syn::Path>,
 }
@@ -215,6 +229,38 @@ fn workload(meta: &Meta, errors: &mut Accumulator) -> Option<Workload> {
                     "invalid value{shown} for `workload_cluster`: write `workload_cluster = none`, `optional` or `required`{hint}"
                 ),
             ));
+            None
+        }
+    }
+}
+
+fn access(meta: &Meta, name: &str, errors: &mut Accumulator) -> Option<(Access, Span)> {
+    let how = format!(
+        "`{name}` takes `least_privilege`, `cluster_admin`, or the path of a function returning \
+         the token request, e.g. `{name} = my_grant` with `fn my_grant() -> \
+         service_provider::openmcp::TokenConfig`"
+    );
+    let Meta::NameValue(nv) = meta else {
+        errors.push(error(meta.span(), how));
+        return None;
+    };
+    match &nv.value {
+        Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => {
+            let access = match p.path.get_ident().map(ToString::to_string).as_deref() {
+                Some("least_privilege") => Access::LeastPrivilege,
+                Some("cluster_admin") => Access::ClusterAdmin,
+                _ => Access::Function(p.path.clone()),
+            };
+            Some((access, p.span()))
+        }
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => {
+            errors.push(error(s.span(), format!("{how}; write it without quotes")));
+            None
+        }
+        other => {
+            errors.push(error(other.span(), how));
             None
         }
     }
@@ -429,6 +475,8 @@ pub(crate) fn parse(args: TokenStream, errors: &mut Accumulator) -> Options {
             "config" => options.config = type_path(item, "config", errors),
             "status" => options.status = type_path(item, "status", errors),
             "workload_cluster" => options.workload_cluster = workload(meta, errors),
+            "mcp_access" => options.mcp_access = access(meta, "mcp_access", errors),
+            "workload_access" => options.workload_access = access(meta, "workload_access", errors),
             "kcp" => options.kcp = flag(meta, "kcp", errors),
             "crate" => options.krate = crate_path(meta, errors),
             other => unknown(other, path.span(), errors),

@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, FieldsNamed, Ident, LitStr, Type, TypePath};
 
 use crate::names;
-use crate::options::{self, Column, Options, Workload, did_you_mean};
+use crate::options::{self, Access, Column, Options, Workload, did_you_mean};
 use crate::serde_attrs::{self, RenameRule};
 
 /// Names of the printer columns the runtime adds (`service_provider::manifests::COMMON_COLUMNS`).
@@ -41,6 +41,8 @@ struct Model {
     config: Option<TypePath>,
     status: Option<TypePath>,
     workload: Workload,
+    mcp_access: Option<Access>,
+    workload_access: Option<Access>,
     kcp: bool,
     doc: Option<String>,
     /// `rename_all = "camelCase"` must be added (the author set no rule).
@@ -351,6 +353,15 @@ fn build(
     }
 
     check_columns(&options, item, &spec_fields, errors);
+    if let Some((_, span)) = &options.workload_access
+        && matches!(options.workload_cluster, None | Some(Workload::None))
+    {
+        errors.push(error(
+            *span,
+            "`workload_access` configures the workload cluster's AccessRequest, but this provider \
+             has none: add `workload_cluster = optional` or `required`, or remove `workload_access`",
+        ));
+    }
 
     Some(Model {
         krate: options
@@ -367,6 +378,8 @@ fn build(
         config: options.config,
         status: options.status,
         workload: options.workload_cluster.unwrap_or(Workload::None),
+        mcp_access: options.mcp_access.map(|(a, _)| a),
+        workload_access: options.workload_access.map(|(a, _)| a),
         kcp: options.kcp,
         doc: doc(item),
         add_camel_case: container.rename_all.is_none(),
@@ -683,6 +696,28 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
         }
     };
 
+    // ---- The token requests of the runtime's AccessRequests; the trait's defaults are
+    // least privilege.
+    let access_fn = |name: &str, access: &Option<Access>| {
+        let name = format_ident!("{name}");
+        let body = match access {
+            None | Some(Access::LeastPrivilege) => return TokenStream::new(),
+            Some(Access::ClusterAdmin) => quote!(#p::runtime::access::cluster_admin()),
+            Some(Access::Function(path)) => quote_spanned!(path.span()=> #path()),
+        };
+        quote! {
+            fn #name() -> #p::runtime::openmcp::TokenConfig {
+                #body
+            }
+        }
+    };
+    let access_fns = [
+        access_fn("mcp_access", &model.mcp_access),
+        access_fn("workload_access", &model.workload_access),
+    ]
+    .into_iter()
+    .collect::<TokenStream>();
+
     // ---- The trait impls the runtime drives.
     let workload = match model.workload {
         Workload::None => quote!(NotDeclared),
@@ -704,6 +739,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
                 plural: #plural,
                 kcp: #kcp,
             };
+            #access_fns
         }
 
         #[automatically_derived]

@@ -103,6 +103,20 @@ pub trait ServiceProvider:
 
     /// Static facts from the attribute.
     const INFO: ProviderInfo;
+
+    /// What the runtime's AccessRequest asks for in every tenant's MCP cluster (`mcp_access = …`
+    /// in the attribute); [`crate::access::least_privilege`] unless declared. Applied on every
+    /// reconcile as the Go runtime applies its `TokenConfig`; a request that already grants the
+    /// same (compared as sets, not as text) is left alone.
+    fn mcp_access() -> crate::openmcp::TokenConfig {
+        crate::access::least_privilege()
+    }
+
+    /// What the runtime's AccessRequest asks for in the workload cluster (`workload_access = …`
+    /// in the attribute); [`crate::access::least_privilege`] unless declared.
+    fn workload_access() -> crate::openmcp::TokenConfig {
+        crate::access::least_privilege()
+    }
 }
 
 /// The two functions a provider author writes.

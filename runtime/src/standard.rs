@@ -44,7 +44,7 @@ impl<P: ServiceProvider> Standard<P> {
             objects: Cache::new(),
             platform,
             events,
-            mcp: Registration::mcp(),
+            mcp: Registration::mcp(P::mcp_access()),
         })
     }
 

@@ -11,6 +11,7 @@ mod velero;
 #[allow(dead_code)]
 mod eso;
 
+mod adopt;
 mod common;
 mod config;
 mod faults;

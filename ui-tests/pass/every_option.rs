@@ -19,6 +19,8 @@ mod facade {
     config = crate::EverythingConfig,
     status = EverythingStatus,
     workload_cluster = optional,
+    mcp_access = cluster_admin,
+    workload_access = grants::workload,
     kcp = true,
     printcolumn(name = "Size", type = "integer", json_path = ".spec.size", description = "How big", format = "int32", priority = 0),
     printcolumn(name = "Owner", type_ = "string", json_path = ".metadata.labels.owner"),
@@ -28,6 +30,14 @@ mod facade {
 pub struct EverythingSpec {
     /// How big.
     pub size: i32,
+}
+
+/// What the provider asks for in the workload cluster.
+mod grants {
+    /// Deployments only.
+    pub fn workload() -> service_provider::openmcp::TokenConfig {
+        service_provider::openmcp::TokenConfig::default()
+    }
 }
 
 /// Operator settings.
@@ -62,6 +72,8 @@ fn main() {
 
     assert_eq!(<Everything as ServiceProvider>::INFO.kcp, true);
     assert_eq!(<<Everything as ServiceProvider>::WorkloadCluster as WorkloadAccess>::MODE, WorkloadCluster::Optional);
+    assert_eq!(Everything::mcp_access().role_refs[0].name, "cluster-admin");
+    assert!(Everything::workload_access().permissions.is_empty());
     let crd = service_provider::manifests::service_crd::<Everything>();
     let names = &crd.spec.names;
     assert_eq!(names.short_names.as_deref(), Some(&["ev".to_owned(), "evy".to_owned()][..]));

@@ -44,9 +44,10 @@ use crate::openmcp::naming::{
     NamingError, request_labels, stable_mcp_namespace, stable_request_name,
 };
 use crate::openmcp::{
-    AccessRequest, AccessRequestSpec, ClusterRequest, ClusterRequestSpec, ObjectReference, RoleRef,
-    TokenConfig,
+    AccessRequest, AccessRequestSpec, ClusterRequest, ClusterRequestSpec, ObjectReference,
+    PermissionsRequest, RoleRef, TokenConfig,
 };
+use k8s_openapi::api::rbac::v1::PolicyRule;
 
 pub use kubeconfigs::KubeconfigStore;
 
@@ -78,28 +79,101 @@ pub struct Registration {
     pub token: TokenConfig,
 }
 
-/// What the Go template asks for in MCP and workload clusters: `cluster-admin`. A provider
-/// installs arbitrary software there, so nothing narrower can be derived for it.
-fn cluster_admin() -> TokenConfig {
+/// The default grant in a tenant's MCP and workload cluster: one ClusterRole with every verb on
+/// every resource of every API group, and nothing else — no non-resource URLs and no binding of
+/// the cluster's own `cluster-admin` (which the Go template adds on top of the same rules, and
+/// which grows with whatever the cluster aggregates into it). A provider installs software the
+/// runtime cannot foresee (CRDs, RBAC, workloads), so fewer resource rules cannot be derived
+/// for it; an author who knows narrower ones declares them (`mcp_access = path::to::fn`).
+pub fn least_privilege() -> TokenConfig {
+    TokenConfig {
+        permissions: vec![PermissionsRequest {
+            rules: vec![PolicyRule {
+                api_groups: Some(vec!["*".to_owned()]),
+                resources: Some(vec!["*".to_owned()]),
+                verbs: vec!["*".to_owned()],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        role_refs: Vec::new(),
+    }
+}
+
+/// A binding of the cluster's `cluster-admin` ClusterRole only (`mcp_access = cluster_admin`):
+/// everything, including non-resource URLs.
+pub fn cluster_admin() -> TokenConfig {
     TokenConfig {
         permissions: Vec::new(),
         role_refs: vec![RoleRef::cluster_role("cluster-admin")],
     }
 }
 
+/// Whether two token configs grant the same: the same permission requests and role references,
+/// compared as sets, each rule's lists as sets, an absent list as an empty one. Text differences
+/// (order, `resourceNames: []` against none, duplicates) are no reason to rewrite a request —
+/// every rewrite bumps its generation and makes the operator grant it again.
+pub fn grants_same(a: &TokenConfig, b: &TokenConfig) -> bool {
+    normalized(a) == normalized(b)
+}
+
+type NormalRule = [std::collections::BTreeSet<String>; 5];
+type NormalPermission = (String, String, bool, std::collections::BTreeSet<NormalRule>);
+
+fn normalized(
+    token: &TokenConfig,
+) -> (
+    std::collections::BTreeSet<NormalPermission>,
+    std::collections::BTreeSet<(String, String, String)>,
+) {
+    let set = |v: Option<&Vec<String>>| v.into_iter().flatten().cloned().collect();
+    let permissions = token
+        .permissions
+        .iter()
+        .map(|p| {
+            let rules = p
+                .rules
+                .iter()
+                .map(|r| {
+                    [
+                        set(r.api_groups.as_ref()),
+                        set(r.resources.as_ref()),
+                        set(Some(&r.verbs)),
+                        set(r.resource_names.as_ref()),
+                        set(r.non_resource_urls.as_ref()),
+                    ]
+                })
+                .collect();
+            (
+                p.name.clone(),
+                p.namespace.clone(),
+                p.disable_automatic_namespace_creation,
+                rules,
+            )
+        })
+        .collect();
+    let role_refs = token
+        .role_refs
+        .iter()
+        .map(|r| (r.name.clone(), r.namespace.clone(), format!("{:?}", r.kind)))
+        .collect();
+    (permissions, role_refs)
+}
+
 impl Registration {
-    /// The tenant's MCP cluster (id `mcp`, suffix `mcp`).
-    pub fn mcp() -> Self {
+    /// The tenant's MCP cluster (id `mcp`, suffix `mcp`), asking for `token`.
+    pub fn mcp(token: TokenConfig) -> Self {
         Registration {
             id: MCP_CLUSTER_ID,
             suffix: MCP_REQUEST_SUFFIX,
             cluster: RequestedCluster::ControlPlane,
-            token: cluster_admin(),
+            token,
         }
     }
 
-    /// A workload cluster (id `workload`, suffix `wl`) of `purpose` (`workload` by default).
-    pub fn workload(purpose: Option<&str>) -> Self {
+    /// A workload cluster (id `workload`, suffix `wl`) of `purpose` (`workload` by default),
+    /// asking for `token`.
+    pub fn workload(purpose: Option<&str>, token: TokenConfig) -> Self {
         Registration {
             id: WORKLOAD_CLUSTER_ID,
             suffix: WORKLOAD_REQUEST_SUFFIX,
@@ -109,7 +183,7 @@ impl Registration {
                     .unwrap_or(PURPOSE_WORKLOAD)
                     .to_owned(),
             },
-            token: cluster_admin(),
+            token,
         }
     }
 }
@@ -371,8 +445,15 @@ impl AccessManager {
         let ar = match self.access_requests.get(&key) {
             Some(ar) => {
                 check_managed("AccessRequest", &key, ar.labels(), &names.labels)?;
+                // Go's CreateOrUpdate sets the registration's token on every reconcile; a
+                // request that grants the same (a Go provider's, written in another order) is
+                // adopted as it is, without a write and so without a new generation.
                 if ar.metadata.deletion_timestamp.is_none()
-                    && ar.spec.token.as_ref() != Some(&reg.token)
+                    && !ar
+                        .spec
+                        .token
+                        .as_ref()
+                        .is_some_and(|token| grants_same(token, &reg.token))
                 {
                     self.update_token(&key, &reg.token).await?
                 } else {
@@ -568,7 +649,17 @@ impl AccessManager {
     ) -> Result<Arc<AccessRequest>, AccessError> {
         tracing::info!(request = %key, "updating the permissions of AccessRequest");
         let api: Api<AccessRequest> = Api::namespaced(self.platform.clone(), &key.namespace);
-        let patch = serde_json::json!({ "spec": { "token": token } });
+        // Both lists are written, an empty one as null: a merge patch leaves out what it does
+        // not name, and a `roleRefs` left behind would keep a grant the provider no longer
+        // asks for.
+        let list = |v: serde_json::Value| match v {
+            serde_json::Value::Array(a) if a.is_empty() => serde_json::Value::Null,
+            other => other,
+        };
+        let patch = serde_json::json!({ "spec": { "token": {
+            "permissions": list(serde_json::json!(token.permissions)),
+            "roleRefs": list(serde_json::json!(token.role_refs)),
+        } } });
         let updated = api
             .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -711,7 +802,8 @@ mod tests {
             namespace: "project-a--ws-b".into(),
             name: "my-mcp".into(),
         };
-        let mcp = RequestNames::new("velero", &Registration::mcp(), &tenant).unwrap();
+        let mcp =
+            RequestNames::new("velero", &Registration::mcp(least_privilege()), &tenant).unwrap();
         assert_eq!(mcp.request, "velero--my-mcp--mcp");
         assert!(mcp.namespace.starts_with("mcp--"));
         assert_eq!(mcp.cluster_request.name, "my-mcp");
@@ -720,7 +812,12 @@ mod tests {
             mcp.labels.get(MANAGED_PURPOSE_LABEL).map(String::as_str),
             Some("project-a--ws-b.my-mcp.mcp")
         );
-        let wl = RequestNames::new("velero", &Registration::workload(None), &tenant).unwrap();
+        let wl = RequestNames::new(
+            "velero",
+            &Registration::workload(None, least_privilege()),
+            &tenant,
+        )
+        .unwrap();
         assert_eq!(wl.request, "velero--my-mcp--wl");
         assert_eq!(wl.namespace, mcp.namespace);
         assert_eq!(wl.cluster_request.name, "velero--my-mcp--wl");
@@ -756,6 +853,35 @@ mod tests {
         let labels = request_labels("velero", "ns", &long, "mcp");
         assert_ne!(labels[ONBOARDING_NAME_LABEL], long);
         assert_eq!(labelled_owner(&ns, &labels), None);
+    }
+
+    #[test]
+    fn token_configs_compare_as_sets() {
+        let go: TokenConfig = serde_json::from_value(serde_json::json!({
+            "permissions": [{"rules": [
+                {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*"]},
+                {"apiGroups": [""], "resources": ["serviceaccounts", "namespaces"], "verbs": ["*"], "resourceNames": []},
+            ]}],
+        }))
+        .unwrap();
+        let ours: TokenConfig = serde_json::from_value(serde_json::json!({
+            "permissions": [{"name": "", "rules": [
+                {"apiGroups": [""], "resources": ["namespaces", "serviceaccounts"], "verbs": ["*"]},
+                {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*", "*"]},
+            ]}],
+            "roleRefs": [],
+        }))
+        .unwrap();
+        assert!(grants_same(&go, &ours));
+        // A role reference on top is a wider grant, not the same one.
+        let mut wider = ours.clone();
+        wider.role_refs.push(RoleRef::cluster_role("cluster-admin"));
+        assert!(!grants_same(&go, &wider));
+        // One verb fewer is a narrower one.
+        let mut narrower = ours;
+        narrower.permissions[0].rules[1].verbs = vec!["get".into()];
+        assert!(!grants_same(&go, &narrower));
+        assert!(!grants_same(&least_privilege(), &cluster_admin()));
     }
 
     #[test]

@@ -260,6 +260,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                     .workload_cluster
                     .as_ref()
                     .and_then(|w| w.purpose.as_deref()),
+                P::workload_access(),
             )
         })
     }
@@ -414,7 +415,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             <P::WorkloadCluster as WorkloadAccess>::MODE != WorkloadCluster::None;
         let workload_reg = self
             .workload(&config)
-            .unwrap_or_else(|| Registration::workload(None));
+            .unwrap_or_else(|| Registration::workload(None, P::workload_access()));
 
         // Only access the ProviderConfig asks for now decides whether `delete` is skipped: an
         // optional workload cluster the config does not ask for has no AccessRequest, and its
