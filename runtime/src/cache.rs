@@ -14,6 +14,8 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use futures::{Stream, StreamExt};
 use kube::Resource;
+use kube::core::DeserializeGuard;
+use kube::core::error_boundary::InvalidObject;
 use kube::runtime::watcher;
 use tokio::sync::Notify;
 
@@ -59,6 +61,9 @@ pub struct Change<'a, K> {
 
 struct Inner<Q, K> {
     map: RwLock<HashMap<Q, Arc<K>>>,
+    /// Objects the typed struct cannot decode, kept apart so that one of them never breaks a
+    /// (re-)list of the rest.
+    invalid: RwLock<HashMap<Q, Arc<InvalidObject>>>,
     synced: AtomicBool,
     synced_notify: Notify,
 }
@@ -88,6 +93,7 @@ impl<Q: Eq + Hash + Clone, K> Cache<Q, K> {
         Cache {
             inner: Arc::new(Inner {
                 map: RwLock::new(HashMap::new()),
+                invalid: RwLock::new(HashMap::new()),
                 synced: AtomicBool::new(false),
                 synced_notify: Notify::new(),
             }),
@@ -105,6 +111,27 @@ impl<Q: Eq + Hash + Clone, K> Cache<Q, K> {
     /// The cached object under `key`.
     pub fn get(&self, key: &Q) -> Option<Arc<K>> {
         self.read().get(key).cloned()
+    }
+
+    /// The object under `key` that the typed struct cannot decode: its metadata and why.
+    pub fn invalid(&self, key: &Q) -> Option<Arc<InvalidObject>> {
+        self.read_invalid().get(key).cloned()
+    }
+
+    /// The keys of every object the typed struct cannot decode.
+    pub fn invalid_keys(&self) -> Vec<Q> {
+        self.read_invalid().keys().cloned().collect()
+    }
+
+    fn read_invalid(&self) -> RwLockReadGuard<'_, HashMap<Q, Arc<InvalidObject>>> {
+        self.inner.invalid.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write_invalid(&self) -> RwLockWriteGuard<'_, HashMap<Q, Arc<InvalidObject>>> {
+        self.inner
+            .invalid
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Every key.
@@ -276,20 +303,29 @@ pub(crate) fn short_type_name<K>() -> String {
 ///
 /// A re-list (after a dropped watch or an expired resourceVersion) is applied as a diff: objects
 /// that did not come back are reported as deleted, objects that did not change are not reported.
+///
+/// Objects are decoded one by one ([`DeserializeGuard`]): one the typed struct cannot decode (a
+/// status another controller wrote, an object of an older schema) is logged at warn level once
+/// per version, kept apart ([`Cache::invalid`]) and reported to `on_invalid` — `Some` when it
+/// became undecodable, `None` when it is gone or decodes again — while every other object is
+/// served. Without this, kube's list of the whole collection fails on it, and so does every
+/// re-list: nothing would be reconciled.
 pub async fn reflect<K, Q, S>(
     stream: S,
     cache: Cache<Q, K>,
-    key: impl Fn(&K) -> Option<Q>,
+    key: impl Fn(&DeserializeGuard<K>) -> Option<Q>,
     mut prepare: impl FnMut(&mut K),
     mut on_change: impl FnMut(&Q, Change<'_, K>),
+    mut on_invalid: impl FnMut(&Q, Option<&InvalidObject>),
 ) where
     K: Resource + Debug,
-    Q: Eq + Hash + Clone,
-    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    Q: Eq + Hash + Clone + Debug,
+    S: Stream<Item = Result<watcher::Event<DeserializeGuard<K>>, watcher::Error>>,
 {
     let mut stream = std::pin::pin!(stream);
     let mut relist: Option<HashMap<Q, Arc<K>>> = None;
     let mut health = WatchHealth::new(short_type_name::<K>());
+    let mut relist_invalid: HashMap<Q, Arc<InvalidObject>> = HashMap::new();
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(event) => {
@@ -304,23 +340,43 @@ pub async fn reflect<K, Q, S>(
             }
         };
         match event {
-            watcher::Event::Apply(mut object) => {
-                prepare(&mut object);
+            watcher::Event::Apply(object) => {
                 let Some(k) = key(&object) else { continue };
-                let new = Arc::new(object);
-                let old = cache.write().insert(k.clone(), new.clone());
-                if !same_version(old.as_deref(), &new) {
-                    on_change(
-                        &k,
-                        Change {
-                            old: old.as_ref(),
-                            new: Some(&new),
-                        },
-                    );
+                match object.0 {
+                    Ok(mut object) => {
+                        prepare(&mut object);
+                        let new = Arc::new(object);
+                        let old = cache.write().insert(k.clone(), new.clone());
+                        if cache.write_invalid().remove(&k).is_some() {
+                            on_invalid(&k, None);
+                        }
+                        if !same_version(old.as_deref(), &new) {
+                            on_change(
+                                &k,
+                                Change {
+                                    old: old.as_ref(),
+                                    new: Some(&new),
+                                },
+                            );
+                        }
+                    }
+                    Err(invalid) => {
+                        // Not a deletion: the object is still there, only unreadable.
+                        cache.write().remove(&k);
+                        let invalid = Arc::new(invalid);
+                        let old = cache.write_invalid().insert(k.clone(), invalid.clone());
+                        if !same_invalid(old.as_deref(), &invalid) {
+                            warn_invalid::<K, Q>(&k, &invalid);
+                            on_invalid(&k, Some(&invalid));
+                        }
+                    }
                 }
             }
             watcher::Event::Delete(object) => {
                 let Some(k) = key(&object) else { continue };
+                if cache.write_invalid().remove(&k).is_some() {
+                    on_invalid(&k, None);
+                }
                 let old = cache.write().remove(&k);
                 if let Some(old) = old {
                     on_change(
@@ -332,18 +388,41 @@ pub async fn reflect<K, Q, S>(
                     );
                 }
             }
-            watcher::Event::Init => relist = Some(HashMap::new()),
-            watcher::Event::InitApply(mut object) => {
-                prepare(&mut object);
-                if let Some(k) = key(&object) {
-                    relist
-                        .get_or_insert_with(HashMap::new)
-                        .insert(k, Arc::new(object));
+            watcher::Event::Init => {
+                relist = Some(HashMap::new());
+                relist_invalid.clear();
+            }
+            watcher::Event::InitApply(object) => {
+                let Some(k) = key(&object) else { continue };
+                match object.0 {
+                    Ok(mut object) => {
+                        prepare(&mut object);
+                        relist
+                            .get_or_insert_with(HashMap::new)
+                            .insert(k, Arc::new(object));
+                    }
+                    Err(invalid) => {
+                        relist_invalid.insert(k, Arc::new(invalid));
+                    }
                 }
             }
             watcher::Event::InitDone => {
                 let listed = relist.take().unwrap_or_default();
                 let previous = std::mem::replace(&mut *cache.write(), listed.clone());
+                let listed_invalid = std::mem::take(&mut relist_invalid);
+                let previous_invalid =
+                    std::mem::replace(&mut *cache.write_invalid(), listed_invalid.clone());
+                for (k, invalid) in &listed_invalid {
+                    if !same_invalid(previous_invalid.get(k).map(|o| &**o), invalid) {
+                        warn_invalid::<K, Q>(k, invalid);
+                        on_invalid(k, Some(invalid));
+                    }
+                }
+                for k in previous_invalid.keys() {
+                    if !listed_invalid.contains_key(k) {
+                        on_invalid(k, None);
+                    }
+                }
                 for (k, new) in &listed {
                     let old = previous.get(k);
                     if !same_version(old.map(|o| &**o), new) {
@@ -357,7 +436,8 @@ pub async fn reflect<K, Q, S>(
                     }
                 }
                 for (k, old) in &previous {
-                    if !listed.contains_key(k) {
+                    // An object that turned undecodable did not go away.
+                    if !listed.contains_key(k) && !listed_invalid.contains_key(k) {
                         on_change(
                             k,
                             Change {
@@ -371,6 +451,21 @@ pub async fn reflect<K, Q, S>(
             }
         }
     }
+}
+
+fn same_invalid(old: Option<&InvalidObject>, new: &InvalidObject) -> bool {
+    old.is_some_and(|old| {
+        old.metadata.resource_version == new.metadata.resource_version && old.error == new.error
+    })
+}
+
+fn warn_invalid<K, Q: Debug>(key: &Q, invalid: &InvalidObject) {
+    tracing::warn!(
+        kind = %short_type_name::<K>(),
+        object = ?key,
+        error = %invalid.error,
+        "cannot decode the object; serving every other one and reporting this one"
+    );
 }
 
 /// Whether resourceVersion `a` is known to be newer than `b`. resourceVersions are opaque to
@@ -495,28 +590,40 @@ mod tests {
         assert!(cache.insert_if_newer("a".into(), Arc::new(gone)));
     }
 
+    fn guarded(object: ConfigMap) -> DeserializeGuard<ConfigMap> {
+        DeserializeGuard(Ok(object))
+    }
+
+    fn broken(name: &str, rv: &str) -> DeserializeGuard<ConfigMap> {
+        let value = serde_json::json!({
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv},
+            "data": "not a map",
+        });
+        serde_json::from_value(value).expect("a guard always decodes")
+    }
+
     #[tokio::test]
     async fn relist_reports_a_diff() {
         let events = vec![
             Ok(watcher::Event::Init),
-            Ok(watcher::Event::InitApply(cm("a", "1"))),
-            Ok(watcher::Event::InitApply(cm("b", "1"))),
+            Ok(watcher::Event::InitApply(guarded(cm("a", "1")))),
+            Ok(watcher::Event::InitApply(guarded(cm("b", "1")))),
             Ok(watcher::Event::InitDone),
-            Ok(watcher::Event::Apply(cm("a", "2"))),
-            Ok(watcher::Event::Apply(cm("a", "2"))),
+            Ok(watcher::Event::Apply(guarded(cm("a", "2")))),
+            Ok(watcher::Event::Apply(guarded(cm("a", "2")))),
             // The watch dropped; the re-list no longer has b, and a is unchanged.
             Ok(watcher::Event::Init),
-            Ok(watcher::Event::InitApply(cm("a", "2"))),
-            Ok(watcher::Event::InitApply(cm("c", "5"))),
+            Ok(watcher::Event::InitApply(guarded(cm("a", "2")))),
+            Ok(watcher::Event::InitApply(guarded(cm("c", "5")))),
             Ok(watcher::Event::InitDone),
-            Ok(watcher::Event::Delete(cm("c", "5"))),
+            Ok(watcher::Event::Delete(guarded(cm("c", "5")))),
         ];
         let cache: Cache<String, ConfigMap> = Cache::new();
         let mut seen = Vec::new();
         reflect(
             futures::stream::iter(events),
             cache.clone(),
-            |o: &ConfigMap| o.metadata.name.clone(),
+            |o: &DeserializeGuard<ConfigMap>| o.meta().name.clone(),
             compact_meta,
             |k, change| {
                 seen.push(format!(
@@ -531,6 +638,7 @@ mod tests {
                         .unwrap_or_default()
                 ))
             },
+            |_, _| {},
         )
         .await;
         seen.sort();
@@ -540,5 +648,52 @@ mod tests {
         );
         assert!(cache.is_synced());
         assert_eq!(cache.keys(), ["a"]);
+    }
+
+    #[tokio::test]
+    async fn one_undecodable_object_is_kept_apart_and_the_rest_served() {
+        let events = vec![
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(guarded(cm("a", "1")))),
+            Ok(watcher::Event::InitApply(broken("b", "1"))),
+            Ok(watcher::Event::InitDone),
+            // a turns unreadable: not a deletion.
+            Ok(watcher::Event::Apply(broken("a", "2"))),
+            // The same version again (a re-list) is not reported twice.
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(broken("a", "2"))),
+            Ok(watcher::Event::InitApply(broken("b", "1"))),
+            Ok(watcher::Event::InitDone),
+            // b is fixed; a is deleted.
+            Ok(watcher::Event::Apply(guarded(cm("b", "3")))),
+            Ok(watcher::Event::Delete(broken("a", "2"))),
+        ];
+        let cache: Cache<String, ConfigMap> = Cache::new();
+        let mut changes = Vec::new();
+        let mut invalid = Vec::new();
+        reflect(
+            futures::stream::iter(events),
+            cache.clone(),
+            |o: &DeserializeGuard<ConfigMap>| o.meta().name.clone(),
+            compact_meta,
+            |k, change| {
+                changes.push(format!(
+                    "{k}:{}",
+                    if change.new.is_some() { "+" } else { "-" }
+                ))
+            },
+            |k, object| {
+                invalid.push(format!(
+                    "{k}:{}",
+                    if object.is_some() { "bad" } else { "ok" }
+                ))
+            },
+        )
+        .await;
+        assert_eq!(changes, ["a:+", "b:+"]);
+        assert_eq!(invalid, ["b:bad", "a:bad", "b:ok", "a:ok"]);
+        assert_eq!(cache.keys(), ["b"]);
+        assert!(cache.invalid_keys().is_empty());
+        assert!(cache.is_synced());
     }
 }

@@ -19,6 +19,7 @@ use std::sync::{Arc, RwLock};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{ApiResource, DynamicObject, PartialObjectMeta, Patch, PatchParams};
+use kube::core::DeserializeGuard;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
@@ -234,7 +235,8 @@ impl<P: ServiceProvider> Platform<P> {
 
     async fn watch_config(self: Arc<Self>) {
         let resource = ApiResource::erase::<P::ProviderConfig>(&());
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let api: Api<DeserializeGuard<DynamicObject>> =
+            Api::all_with(self.client.clone(), &resource);
         let config =
             watcher::Config::default().fields(&format!("metadata.name={}", self.provider_name));
         let stream = watcher(api, config).default_backoff();
@@ -243,9 +245,11 @@ impl<P: ServiceProvider> Platform<P> {
         reflect(
             stream,
             self.config_synced.clone(),
-            move |o: &DynamicObject| o.metadata.name.clone().filter(|n| *n == name),
+            move |o: &DeserializeGuard<DynamicObject>| o.meta().name.clone().filter(|n| *n == name),
             compact_meta,
             move |_, change| this.config_changed(change),
+            // A DynamicObject always decodes; its content is checked in `parse_config`.
+            |_, _| {},
         )
         .await;
     }
@@ -332,7 +336,7 @@ impl<P: ServiceProvider> Platform<P> {
     }
 
     async fn watch_access_requests(self: Arc<Self>) {
-        let api: Api<AccessRequest> = Api::all(self.client.clone());
+        let api: Api<DeserializeGuard<AccessRequest>> = Api::all(self.client.clone());
         let config = watcher::Config::default().labels(&format!(
             "{MANAGED_BY_LABEL}={}",
             label_value(&self.provider_name)
@@ -355,9 +359,18 @@ impl<P: ServiceProvider> Platform<P> {
                         .kubeconfigs()
                         .forget(&ObjectKey::new(namespace, &secret.name));
                 }
-                if let Some(owner) = object.and_then(|o| this.access.owner_of(&**o)) {
+                if let Some(owner) = object.and_then(|o| this.access.owner_of(o.meta())) {
                     tracing::debug!(object = %owner, "AccessRequest changed");
                     this.triggers.trigger(owner);
+                }
+            },
+            // Its tenant finds it unreadable in the cache and says so in its status.
+            {
+                let this = self.clone();
+                move |_, invalid| {
+                    if let Some(owner) = invalid.and_then(|o| this.access.owner_of(&o.metadata)) {
+                        this.triggers.trigger(owner);
+                    }
                 }
             },
         )
@@ -365,7 +378,7 @@ impl<P: ServiceProvider> Platform<P> {
     }
 
     async fn watch_cluster_requests(self: Arc<Self>) {
-        let api: Api<ClusterRequest> = Api::all(self.client.clone());
+        let api: Api<DeserializeGuard<ClusterRequest>> = Api::all(self.client.clone());
         let config = watcher::Config::default().labels(&format!(
             "{MANAGED_BY_LABEL}={}",
             label_value(&self.provider_name)
@@ -381,10 +394,18 @@ impl<P: ServiceProvider> Platform<P> {
                 if let Some(owner) = change
                     .new
                     .or(change.old)
-                    .and_then(|o| this.access.owner_of(&**o))
+                    .and_then(|o| this.access.owner_of(o.meta()))
                 {
                     tracing::debug!(object = %owner, "ClusterRequest changed");
                     this.triggers.trigger(owner);
+                }
+            },
+            {
+                let this = self.clone();
+                move |_, invalid| {
+                    if let Some(owner) = invalid.and_then(|o| this.access.owner_of(&o.metadata)) {
+                        this.triggers.trigger(owner);
+                    }
                 }
             },
         )

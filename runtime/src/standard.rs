@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use kube::core::DeserializeGuard;
+use kube::core::error_boundary::InvalidObject;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 
@@ -56,8 +58,9 @@ impl<P: ServiceProvider> Standard<P> {
     /// Watches the Service API objects until the watch ends (never, unless the client's runtime
     /// stops), triggering keys on `triggers`.
     pub async fn run(self: Arc<Self>, triggers: Triggers) {
-        let api: Api<P> = Api::all(self.onboarding.clone());
+        let api: Api<DeserializeGuard<P>> = Api::all(self.onboarding.clone());
         let stream = watcher(api, watcher::Config::default()).default_backoff();
+        let invalid_triggers = triggers.clone();
         reflect(
             stream,
             self.objects.clone(),
@@ -69,6 +72,8 @@ impl<P: ServiceProvider> Standard<P> {
                     triggers.trigger(id.clone());
                 }
             },
+            // The reconcile reports it on the object (or forgets it once it is gone).
+            move |id, _| invalid_triggers.trigger(id.clone()),
         )
         .await;
     }
@@ -107,11 +112,17 @@ impl<P: ServiceProvider> Source<P> for Standard<P> {
     }
 
     fn keys(&self) -> Vec<Identity> {
-        self.objects.keys()
+        let mut keys = self.objects.keys();
+        keys.extend(self.objects.invalid_keys());
+        keys
     }
 
     fn len(&self) -> usize {
         self.objects.len()
+    }
+
+    fn invalid(&self, id: &Identity) -> Option<Arc<InvalidObject>> {
+        self.objects.invalid(id)
     }
 
     fn observe(&self, id: &Identity, mut object: P) {

@@ -6,10 +6,13 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::json;
 use service_provider::dev::ControlPlaneRef;
 use service_provider::kube::Api;
-use service_provider::kube::api::{DeleteParams, PostParams};
+use service_provider::kube::api::{
+    ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams,
+};
 use service_provider::openmcp::AccessRequest;
 use service_provider::openmcp::naming::{
     request_labels, stable_mcp_namespace, stable_request_name,
@@ -39,9 +42,9 @@ impl Reconcile for Adoptee {
         Ok(Outcome::ready())
     }
 
-    async fn delete(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
+    async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion, Error> {
         DELETED.fetch_add(1, Ordering::SeqCst);
-        Ok(Outcome::done())
+        Ok(Deletion::done())
     }
 }
 
@@ -161,5 +164,88 @@ async fn a_go_access_request_is_adopted_and_an_optional_workload_does_not_skip_d
         |o: Option<&AccessRequest>| o.is_none(),
     )
     .await;
+    common::stop(runtime).await;
+}
+
+/// One object the provider's type cannot decode (written under an older, looser schema) is
+/// reported in its own status while ten others reach Ready; before, it failed every list of
+/// the watch and nothing was reconciled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready() {
+    const NS: &str = "project-bad--ws-a";
+    let names: Vec<String> = (0..11).map(|i| format!("tenant-{i}")).collect();
+    let cps: Vec<(&str, &str)> = names.iter().map(|n| (NS, n.as_str())).collect();
+    let env = common::env::<Adoptee>(json!({ "pollInterval": "1m" }), &cps).await;
+
+    // An older schema that took anything in `spec`, and an object written under it.
+    let crds: Api<CustomResourceDefinition> = Api::all(env.onboarding().client());
+    let crd_name = format!(
+        "{}.{}",
+        <Adoptee as service_provider::kube::Resource>::plural(&()),
+        <Adoptee as service_provider::kube::Resource>::group(&())
+    );
+    crds.patch(
+        &crd_name,
+        &PatchParams::default(),
+        &Patch::<()>::Json(
+            serde_json::from_value(json!([{
+                "op": "replace",
+                "path": "/spec/versions/0/schema/openAPIV3Schema/properties/spec",
+                "value": { "type": "object", "x-kubernetes-preserve-unknown-fields": true },
+            }]))
+            .unwrap(),
+        ),
+    )
+    .await
+    .expect("the looser schema");
+    let bad = ControlPlaneRef::new(NS, &names[0]);
+    common::create::<Adoptee>(&env, &bad, json!({ "value": 42 })).await;
+    for name in &names[1..] {
+        common::create::<Adoptee>(
+            &env,
+            &ControlPlaneRef::new(NS, name),
+            json!({ "value": "ok" }),
+        )
+        .await;
+    }
+
+    let runtime = common::start::<Adoptee>(&env, |_| {}).await;
+    let objects = common::objects::<Adoptee>(&env, &bad);
+    for name in &names[1..] {
+        common::wait(&objects, name, common::ready::<Adoptee>).await;
+    }
+    // The broken one says why, on itself (read untyped: it does not decode).
+    let resource = ApiResource::erase::<Adoptee>(&());
+    let raw: Api<DynamicObject> = Api::namespaced_with(env.onboarding().client(), NS, &resource);
+    let reported = common::eventually("the broken object's status", common::TIMEOUT, || async {
+        let o = raw.get(&names[0]).await.ok()?;
+        let conditions = o.data["status"]["conditions"].as_array()?;
+        conditions
+            .iter()
+            .any(|c| c["reason"] == "InvalidObject")
+            .then_some(o)
+    })
+    .await;
+    let condition = &reported.data["status"]["conditions"][0];
+    assert_eq!(condition["status"], "False");
+    assert!(
+        condition["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cannot be read")),
+        "{condition}"
+    );
+    assert_eq!(reported.data["status"]["phase"], "Progressing");
+    // No access was ordered for it.
+    let provider = env.provider().expect("a provider").name().to_owned();
+    let ars: Api<AccessRequest> = Api::namespaced(
+        env.platform().client(),
+        &stable_mcp_namespace(&names[0], NS).unwrap(),
+    );
+    assert!(
+        ars.get_opt(&stable_request_name(&provider, &names[0], "mcp").unwrap())
+            .await
+            .unwrap()
+            .is_none()
+    );
     common::stop(runtime).await;
 }

@@ -387,8 +387,7 @@ impl AccessManager {
     /// that tenant's platform namespace is the request's (a shortened label names no tenant
     /// whose namespace hashes to it), else a tenant with shortened labels seen in that
     /// namespace. `None` for a request of no known tenant (the onboarding requests).
-    pub fn owner_of<K: kube::Resource>(&self, request: &K) -> Option<Identity> {
-        let meta = request.meta();
+    pub fn owner_of(&self, meta: &ObjectMeta) -> Option<Identity> {
         let namespace = meta.namespace.as_deref()?;
         if let Some(owner) = meta
             .labels

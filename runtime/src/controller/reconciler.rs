@@ -40,8 +40,9 @@ use crate::provider::{Reconcile, WorkloadCluster};
 use crate::provider_config::ProviderConfigResource;
 use crate::queue::Requeue;
 use crate::status::write::{
-    self as status, REASON_CLEANUP, REASON_DENIED, REASON_ERROR, REASON_INVALID, REASON_PANICKED,
-    REASON_TERMINATING, REASON_TIMED_OUT, REASON_WAITING, Report,
+    self as status, REASON_CLEANUP, REASON_DENIED, REASON_ERROR, REASON_INVALID,
+    REASON_INVALID_OBJECT, REASON_PANICKED, REASON_TERMINATING, REASON_TIMED_OUT, REASON_WAITING,
+    Report,
 };
 
 /// Numbers each reconcile of the process, for telling apart the log lines of two reconciles of
@@ -109,6 +110,10 @@ pub struct Reconciler<P: Reconcile, S: Source<P>> {
     options: Options,
     /// When each key started waiting for access.
     waiting_since: Mutex<HashMap<Identity, Instant>>,
+    /// Undecodable objects already reported, with the generation and error reported, so that
+    /// the echo of the report (a new resourceVersion of the same broken object) is not
+    /// reported again.
+    reported_invalid: Mutex<HashMap<Identity, (Option<i64>, String)>>,
 }
 
 impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
@@ -130,6 +135,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             controller_metrics,
             options,
             waiting_since: Mutex::new(HashMap::new()),
+            reported_invalid: Mutex::new(HashMap::new()),
         }
     }
 
@@ -180,6 +186,14 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
 
     async fn reconcile_inner(&self, id: &Identity) -> Step {
         let Some(mut object) = self.source.get(id) else {
+            if let Some(invalid) = self.source.invalid(id) {
+                self.report_invalid(id, &invalid).await;
+                return Step::new(ReconcileResult::invalid, Requeue::Never);
+            }
+            self.reported_invalid
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(id);
             self.forget(id);
             return Step::new(ReconcileResult::skipped, Requeue::Never);
         };
@@ -239,6 +253,89 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         } else {
             self.create_path(id, object, config).await
         }
+    }
+
+    /// Reports an object the provider's type cannot decode, on the object itself: `Ready=False`
+    /// with reason `InvalidObject` and the decoding error in its status (phase Progressing, or
+    /// Terminating while it is deleted), a Warning Event, and a warn log. Written with an
+    /// untyped merge patch, since the typed object cannot be read back. The object is not
+    /// reconciled (no access, no author code) until it decodes again; every other object is.
+    async fn report_invalid(
+        &self,
+        id: &Identity,
+        invalid: &kube::core::error_boundary::InvalidObject,
+    ) {
+        let meta = &invalid.metadata;
+        let reported = (meta.generation, invalid.error.clone());
+        {
+            let mut done = self
+                .reported_invalid
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if done.get(id) == Some(&reported) {
+                return;
+            }
+            done.insert(id.clone(), reported);
+        }
+        let message = format!(
+            "{} {id} cannot be read by this provider: {}; fix the object to match the {} CRD \
+             (or update the provider)",
+            P::INFO.kind,
+            invalid.error,
+            P::INFO.kind
+        );
+        tracing::warn!(object = %id, error = %invalid.error, "not reconciling an object that cannot be decoded");
+        if self.source.detached(id) {
+            return;
+        }
+        let deleting = meta.deletion_timestamp.is_some();
+        let mut conditions = Vec::new();
+        status::set_condition(
+            &mut conditions,
+            status::READY,
+            false,
+            REASON_INVALID_OBJECT,
+            &message,
+            meta.generation,
+            k8s_openapi::jiff::Timestamp::now(),
+        );
+        let phase = if deleting {
+            crate::status::Phase::Terminating
+        } else {
+            crate::status::Phase::Progressing
+        };
+        let patch = serde_json::json!({ "status": {
+            "observedGeneration": meta.generation,
+            "phase": phase.as_str(),
+            "conditions": conditions,
+        } });
+        let resource = kube::api::ApiResource::erase::<P>(&());
+        let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+            kube::Client::from(self.source.api(id)),
+            &id.namespace,
+            &resource,
+        );
+        let name = meta.name.clone().unwrap_or_else(|| id.name.clone());
+        if let Err(err) = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            tracing::warn!(object = %id, error = %err, "could not report the undecodable object in its status");
+        }
+        let reference = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some(P::INFO.api_version()),
+            kind: Some(P::INFO.kind.to_owned()),
+            name: Some(name),
+            namespace: Some(id.namespace.clone()),
+            uid: meta.uid.clone(),
+            resource_version: meta.resource_version.clone(),
+            ..Default::default()
+        };
+        self.source
+            .events(id)
+            .for_object(reference)
+            .warning(REASON_INVALID_OBJECT, message)
+            .await;
     }
 
     fn poll_interval(config: &P::ProviderConfig) -> Option<Duration> {

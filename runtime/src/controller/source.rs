@@ -29,7 +29,14 @@ pub trait Source<P: ServiceProvider>: Send + Sync + 'static {
     /// The object as the source's cache has it; `None` when it is gone.
     fn get(&self, id: &Identity) -> Option<Arc<P>>;
 
-    /// Every object's key (to re-reconcile all of them).
+    /// The object under `id` that cannot be decoded into the provider's type (its metadata and
+    /// why); the runtime reports it on the object instead of reconciling it.
+    fn invalid(&self, id: &Identity) -> Option<Arc<kube::core::error_boundary::InvalidObject>> {
+        let _ = id;
+        None
+    }
+
+    /// Every object's key (to re-reconcile all of them), including undecodable ones.
     fn keys(&self) -> Vec<Identity>;
 
     /// How many objects there are.

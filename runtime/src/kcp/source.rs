@@ -21,6 +21,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
+use kube::core::DeserializeGuard;
+use kube::core::error_boundary::InvalidObject;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
@@ -104,7 +106,7 @@ pub fn kcp_identity<K: Resource>(object: &K) -> Option<Identity> {
     })
 }
 
-fn binding_key(binding: &APIBinding) -> Option<BindingKey> {
+fn binding_key<K: Resource>(binding: &K) -> Option<BindingKey> {
     let meta = binding.meta();
     Some((
         meta.annotations.as_ref()?.get(CLUSTER_ANNOTATION)?.clone(),
@@ -282,7 +284,8 @@ impl<P: ServiceProvider> KcpSource<P> {
     }
 
     async fn watch_slice(self: Arc<Self>) {
-        let api: Api<APIExportEndpointSlice> = Api::all(self.provider.client().clone());
+        let api: Api<DeserializeGuard<APIExportEndpointSlice>> =
+            Api::all(self.provider.client().clone());
         let config = watcher::Config::default()
             .fields(&format!("metadata.name={}", self.settings.endpoint_slice));
         let stream = watcher(api, config).default_backoff();
@@ -290,7 +293,7 @@ impl<P: ServiceProvider> KcpSource<P> {
         reflect(
             stream,
             self.slice.clone(),
-            |s: &APIExportEndpointSlice| s.metadata.name.clone(),
+            |s: &DeserializeGuard<APIExportEndpointSlice>| s.meta().name.clone(),
             compact_meta,
             move |_, change| {
                 let urls: BTreeSet<String> = change
@@ -300,6 +303,7 @@ impl<P: ServiceProvider> KcpSource<P> {
                     .unwrap_or_default();
                 this.set_endpoints(urls);
             },
+            |_, _| {},
         )
         .await;
     }
@@ -355,10 +359,16 @@ impl<P: ServiceProvider> KcpSource<P> {
     /// The two wildcard watches of one endpoint.
     async fn watch_endpoint(self: Arc<Self>, ep: Arc<Endpoint<P>>) {
         let wildcard = scoped_client(&ep.client, "/clusters/*", None);
-        let objects =
-            watcher(Api::<P>::all(wildcard.clone()), watcher::Config::default()).default_backoff();
-        let bindings =
-            watcher(Api::<APIBinding>::all(wildcard), watcher::Config::default()).default_backoff();
+        let objects = watcher(
+            Api::<DeserializeGuard<P>>::all(wildcard.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff();
+        let bindings = watcher(
+            Api::<DeserializeGuard<APIBinding>>::all(wildcard),
+            watcher::Config::default(),
+        )
+        .default_backoff();
         let (this, url) = (self.clone(), ep.url.clone());
         let objects = reflect(
             objects,
@@ -366,6 +376,18 @@ impl<P: ServiceProvider> KcpSource<P> {
             kcp_identity,
             compact_object,
             move |id, change| this.object_changed(&url, id, change),
+            {
+                let this = self.clone();
+                move |id: &Identity, _: Option<&InvalidObject>| {
+                    if id
+                        .cluster
+                        .as_deref()
+                        .is_some_and(|c| this.settings.sharding.owns(c))
+                    {
+                        this.trigger(id);
+                    }
+                }
+            },
         );
         let (this, url) = (self.clone(), ep.url.clone());
         let bindings = reflect(
@@ -374,6 +396,8 @@ impl<P: ServiceProvider> KcpSource<P> {
             binding_key,
             compact_meta,
             move |key, change| this.binding_changed(&url, key, change),
+            // An undecodable binding neither engages nor disengages its workspace.
+            |_, _| {},
         );
         tokio::select! {
             _ = futures::future::join(objects, bindings) => {}
@@ -641,6 +665,16 @@ impl<P: ServiceProvider> Source<P> for KcpSource<P> {
         }
         let vw = (!self.detached(id)).then(|| self.vw_client(cluster));
         self.credentials.release(cluster, vw).await
+    }
+
+    fn invalid(&self, id: &Identity) -> Option<Arc<InvalidObject>> {
+        let cluster = id.cluster.as_deref()?;
+        if !self.settings.sharding.owns(cluster) {
+            return None;
+        }
+        self.endpoint_list()
+            .iter()
+            .find_map(|e| e.objects.invalid(id))
     }
 
     fn forget(&self, id: &Identity) {

@@ -79,8 +79,14 @@ pub struct ServiceStatus<X = NoStatus> {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// Ready, Progressing or Terminating.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Ready, Progressing or Terminating. Any other string (a Go provider may have written
+    /// `""` or `Failed`) reads as `None`, so the object still decodes; the runtime writes only
+    /// its own phases.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_phase"
+    )]
     pub phase: Option<Phase>,
     /// Conditions, keyed by `type`; `Ready` summarises the object.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -93,6 +99,17 @@ pub struct ServiceStatus<X = NoStatus> {
     /// The author's extra status fields.
     #[serde(flatten)]
     pub extra: X,
+}
+
+/// Reads a phase, mapping a phase the runtime does not write to `None` instead of failing.
+fn lenient_phase<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Phase>, D::Error> {
+    let phase: Option<String> = Option::deserialize(d)?;
+    Ok(match phase.as_deref() {
+        Some("Ready") => Some(Phase::Ready),
+        Some("Progressing") => Some(Phase::Progressing),
+        Some("Terminating") => Some(Phase::Terminating),
+        _ => None,
+    })
 }
 
 impl<X> ServiceStatus<X> {
@@ -112,4 +129,26 @@ pub fn conditions_schema(generator: &mut schemars::SchemaGenerator) -> schemars:
         serde_json::json!(["type"]),
     );
     schema
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_phase_string_reads() {
+        for (phase, read) in [
+            ("Ready", Some(Phase::Ready)),
+            ("Terminating", Some(Phase::Terminating)),
+            ("", None),
+            ("Failed", None),
+        ] {
+            let status: ServiceStatus =
+                serde_json::from_value(serde_json::json!({ "phase": phase })).unwrap();
+            assert_eq!(status.phase, read, "{phase:?}");
+        }
+        let status: ServiceStatus = serde_json::from_value(serde_json::json!({})).unwrap();
+        assert_eq!(status.phase, None);
+        assert_eq!(status.observed_generation, None);
+    }
 }

@@ -26,6 +26,8 @@ pub const MESSAGE_READY: &str = "Domain Service is ready";
 pub const REASON_ERROR: &str = "ReconcileError";
 /// Reason: the end user's object or the ProviderConfig asks for something that cannot work.
 pub const REASON_INVALID: &str = "InvalidUserInput";
+/// Reason: the object cannot be decoded into the provider's type (e.g. an older schema).
+pub const REASON_INVALID_OBJECT: &str = "InvalidObject";
 /// Reason: the author's code panicked.
 pub const REASON_PANICKED: &str = "ReconcilePanicked";
 /// Reason: the author's code did not finish within the reconcile timeout.
