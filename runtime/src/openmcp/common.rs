@@ -111,13 +111,20 @@ pub struct OidcProviderConfig {
 }
 
 /// The status every openMCP resource carries (`commonapi.Status`).
+///
+/// Both fields are required by the schema, as in Go, but read as zero values when absent, as Go's
+/// `encoding/json` reads them: a status another controller wrote without them must not make the
+/// whole object unreadable.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["observedGeneration", "phase"]))]
 pub struct CommonStatus {
     /// ObservedGeneration is the generation of this resource that was last reconciled by the
     /// controller.
+    #[serde(default)]
     pub observed_generation: i64,
     /// Phase is the current phase of the resource.
+    #[serde(default)]
     pub phase: String,
     /// Conditions contains the conditions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

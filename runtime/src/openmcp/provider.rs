@@ -106,15 +106,18 @@ pub struct GroupVersionKind {
     pub kind: String,
 }
 
-/// The observed state of a ServiceProvider.
+/// The observed state of a ServiceProvider. `observedGeneration` is required by the schema, as in
+/// Go, but reads as 0 when absent, as Go's `encoding/json` reads it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["observedGeneration"]))]
 pub struct ServiceProviderStatus {
     /// Conditions: Initialized (InitPending, InitRunning, InitCompleted, InitJobCreationFailed),
     /// Ready, Uninstalled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// ObservedGeneration is the last observed generation.
+    #[serde(default)]
     pub observed_generation: i64,
     /// Phase: Progressing, Ready or Uninstalling.
     #[serde(default, skip_serializing_if = "String::is_empty")]

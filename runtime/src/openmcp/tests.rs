@@ -207,6 +207,46 @@ fn schemas_require_what_go_requires() {
     );
     let cp = schema(&ControlPlane::crd());
     assert_eq!(cp["properties"]["spec"]["required"], json!(["iam"]));
+    let mut ar_status: Vec<String> =
+        serde_json::from_value(ar["properties"]["status"]["required"].clone()).unwrap_or_default();
+    ar_status.sort();
+    assert_eq!(ar_status, ["observedGeneration", "phase"]);
+    assert_eq!(
+        sp["properties"]["status"]["required"],
+        json!(["observedGeneration"])
+    );
+}
+
+/// Go's `encoding/json` reads a missing field as its zero value; so do we, so that a status
+/// written without `observedGeneration` or `phase` leaves its object readable.
+#[test]
+fn a_status_without_observed_generation_reads() {
+    let ar: AccessRequest = serde_json::from_value(json!({
+        "apiVersion": "clusters.openmcp.cloud/v1alpha1",
+        "kind": "AccessRequest",
+        "metadata": {"name": "a", "namespace": "n"},
+        "spec": {"token": {"roleRefs": [{"name": "view", "kind": "ClusterRole"}]}},
+        "status": {"secretRef": {"name": "a.kubeconfig"}},
+    }))
+    .expect("an AccessRequest whose status has neither observedGeneration nor phase");
+    let status = ar.status.expect("status");
+    assert_eq!(
+        (
+            status.common.observed_generation,
+            status.common.phase.as_str()
+        ),
+        (0, "")
+    );
+    assert!(status.is_pending(), "no phase: not answered yet");
+    let sp: ServiceProvider = serde_json::from_value(json!({
+        "apiVersion": "openmcp.cloud/v1alpha1",
+        "kind": "ServiceProvider",
+        "metadata": {"name": "velero"},
+        "spec": {"image": "velero:1"},
+        "status": {"phase": "Ready"},
+    }))
+    .expect("a ServiceProvider whose status has no observedGeneration");
+    assert_eq!(sp.status.expect("status").observed_generation, 0);
 }
 
 #[test]
