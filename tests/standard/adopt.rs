@@ -1,17 +1,18 @@
-//! What a Go provider left behind is adopted as it is: an AccessRequest with Go's labels,
-//! finalizer and a permissions-only token is used without a write (same generation, no role
-//! reference added); a provider whose workload cluster is optional, with no workload block in
-//! its ProviderConfig, still gets its `delete` called; a tenant with a 63-character name in a
-//! long namespace gets access (its labels shortened as Go shortens them) and is deleted cleanly.
+//! What a Go provider left behind is adopted as it is, and one object the provider's type cannot
+//! decode is reported on itself while every other object is served.
+//!
+//! Adoption: an MCP AccessRequest with Go's labels, finalizer and a permissions-only token that
+//! grants what the provider declares is used without a write (same generation, no role reference
+//! added); one that grants more than the provider declares is set to the declared grant, as Go's
+//! `CreateOrUpdate` sets it — with the role reference removed, not kept beside the rules.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::json;
 use service_provider::dev::ControlPlaneRef;
 use service_provider::kube::Api;
 use service_provider::kube::api::{
-    ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams,
+    ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
 use service_provider::openmcp::AccessRequest;
 use service_provider::openmcp::naming::{
@@ -21,15 +22,11 @@ use service_provider::prelude::*;
 
 use crate::common;
 
-/// Calls of `Adoptee::delete`.
-static DELETED: AtomicUsize = AtomicUsize::new(0);
-
-/// A provider with an optional workload cluster and the default (least-privilege) MCP grant.
+/// A provider with the default (least-privilege) MCP grant.
 #[service_provider(
     group = "adoptee.services.open-control-plane.io",
     version = "v1alpha1",
-    kind = "Adoptee",
-    workload_cluster = optional
+    kind = "Adoptee"
 )]
 pub struct AdopteeSpec {
     /// Anything.
@@ -43,45 +40,34 @@ impl Reconcile for Adoptee {
     }
 
     async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion, Error> {
-        DELETED.fetch_add(1, Ordering::SeqCst);
         Ok(Deletion::done())
     }
 }
 
 const NAMESPACE: &str = "project-adopt--ws-a";
-const GO_TENANT: &str = "tenant-go";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_go_access_request_is_adopted_and_an_optional_workload_does_not_skip_delete() {
-    // No workload block in the ProviderConfig.
-    let long_namespace = format!("project-long--ws-{}", "n".repeat(46));
-    let long_name = format!("tenant-{}", "l".repeat(56));
-    let env = common::env::<Adoptee>(
-        json!({ "pollInterval": "1m" }),
-        &[(NAMESPACE, GO_TENANT), (&long_namespace, &long_name)],
-    )
-    .await;
+/// Creates the MCP AccessRequest a Go provider would have left for `tenant`, with `token`, and
+/// waits until the platform granted it; returns it.
+async fn go_access_request(
+    env: &service_provider::dev::TestEnv,
+    tenant: &str,
+    token: serde_json::Value,
+) -> (Api<AccessRequest>, AccessRequest) {
     let provider = env.provider().expect("a provider").name().to_owned();
-
-    // The MCP AccessRequest a Go provider created for GO_TENANT: Go's labels, finalizer and a
-    // permissions-only token written in its own way (keys in another order, an empty
-    // resourceNames list).
-    let platform_ns = stable_mcp_namespace(GO_TENANT, NAMESPACE).unwrap();
-    let ar_name = stable_request_name(&provider, GO_TENANT, "mcp").unwrap();
+    let platform_ns = stable_mcp_namespace(tenant, NAMESPACE).unwrap();
+    let name = stable_request_name(&provider, tenant, "mcp").unwrap();
     let go_ar: AccessRequest = serde_json::from_value(json!({
         "apiVersion": "clusters.openmcp.cloud/v1alpha1",
         "kind": "AccessRequest",
         "metadata": {
-            "name": ar_name,
+            "name": name,
             "namespace": platform_ns,
-            "labels": request_labels(&provider, NAMESPACE, GO_TENANT, "mcp"),
+            "labels": request_labels(&provider, NAMESPACE, tenant, "mcp"),
             "finalizers": ["clusters.openmcp.cloud/clusteraccess"],
         },
         "spec": {
-            "requestRef": { "name": GO_TENANT, "namespace": platform_ns },
-            "token": { "permissions": [{ "rules": [
-                { "verbs": ["*"], "resources": ["*"], "apiGroups": ["*"], "resourceNames": [] },
-            ] }] },
+            "requestRef": { "name": tenant, "namespace": platform_ns },
+            "token": token,
         },
     }))
     .unwrap();
@@ -89,29 +75,62 @@ async fn a_go_access_request_is_adopted_and_an_optional_workload_does_not_skip_d
     ars.create(&PostParams::default(), &go_ar)
         .await
         .expect("the Go provider's AccessRequest");
-    let granted = common::wait(&ars, &ar_name, |o: Option<&AccessRequest>| {
+    let granted = common::wait(&ars, &name, |o: Option<&AccessRequest>| {
         o.is_some_and(AccessRequest::is_ready)
     })
     .await
     .unwrap();
-    let generation = granted.metadata.generation;
+    (ars, granted)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_access_request_is_adopted_without_a_write_and_never_widens_the_grant() {
+    const SAME: &str = "tenant-same";
+    const WIDER: &str = "tenant-wider";
+    let env = common::env::<Adoptee>(
+        json!({ "pollInterval": "1m" }),
+        &[(NAMESPACE, SAME), (NAMESPACE, WIDER)],
+    )
+    .await;
+    // The declared grant, written Go's way: keys in another order, an empty resourceNames list.
+    let (same_ars, same) = go_access_request(
+        &env,
+        SAME,
+        json!({ "permissions": [{ "rules": [
+            { "verbs": ["*"], "resources": ["*"], "apiGroups": ["*"], "resourceNames": [] },
+        ] }] }),
+    )
+    .await;
+    // More than declared: the same rules plus the cluster's cluster-admin.
+    let (wider_ars, wider) = go_access_request(
+        &env,
+        WIDER,
+        json!({
+            "permissions": [{ "rules": [{ "apiGroups": ["*"], "resources": ["*"], "verbs": ["*"] }] }],
+            "roleRefs": [{ "name": "cluster-admin", "kind": "ClusterRole" }],
+        }),
+    )
+    .await;
 
     let runtime = common::start::<Adoptee>(&env, |_| {}).await;
-    let go_cp = ControlPlaneRef::new(NAMESPACE, GO_TENANT);
-    let long_cp = ControlPlaneRef::new(&long_namespace, &long_name);
-    for cp in [&go_cp, &long_cp] {
-        common::create::<Adoptee>(&env, cp, json!({})).await;
+    for tenant in [SAME, WIDER] {
+        let cp = ControlPlaneRef::new(NAMESPACE, tenant);
+        common::create::<Adoptee>(&env, &cp, json!({})).await;
+        common::wait(
+            &common::objects::<Adoptee>(&env, &cp),
+            tenant,
+            common::ready::<Adoptee>,
+        )
+        .await;
     }
-    let objects = common::objects::<Adoptee>(&env, &go_cp);
-    common::wait(&objects, GO_TENANT, common::ready::<Adoptee>).await;
-    let long_objects = common::objects::<Adoptee>(&env, &long_cp);
-    common::wait(&long_objects, &long_name, common::ready::<Adoptee>).await;
 
-    // Adopted as it was: no write, so the same generation, and no role reference added.
-    let adopted = ars.get(&ar_name).await.unwrap();
-    assert_eq!(adopted.metadata.generation, generation);
-    let token = adopted.spec.token.expect("a token");
-    assert!(token.role_refs.is_empty(), "{token:?}");
+    // Adopted as it was: no write, so the same generation and resourceVersion.
+    let name = same.metadata.name.clone().unwrap();
+    let adopted = same_ars.get(&name).await.unwrap();
+    // The spec first: should the generation ever move, this says whether a writer changed the
+    // spec or the server bumped it without a change.
+    assert_eq!(adopted.spec, same.spec);
+    assert_eq!(adopted.metadata.generation, same.metadata.generation);
     assert!(
         adopted
             .metadata
@@ -120,50 +139,18 @@ async fn a_go_access_request_is_adopted_and_an_optional_workload_does_not_skip_d
             .flatten()
             .any(|f| f == "clusters.openmcp.cloud/clusteraccess")
     );
-
-    // The long tenant's request carries labels the API server accepts (at most 63 characters).
-    let long_ns = stable_mcp_namespace(&long_name, &long_namespace).unwrap();
-    let long_ar = Api::<AccessRequest>::namespaced(env.platform().client(), &long_ns)
-        .get(&stable_request_name(&provider, &long_name, "mcp").unwrap())
-        .await
-        .expect("the long tenant's AccessRequest");
-    let labels = long_ar.metadata.labels.unwrap_or_default();
-    assert_eq!(
-        labels,
-        request_labels(&provider, &long_namespace, &long_name, "mcp")
-            .into_iter()
-            .chain(
-                labels
-                    .clone()
-                    .into_iter()
-                    .filter(|(k, _)| !k.starts_with("openmcp.cloud/"))
-            )
-            .collect()
-    );
-    assert!(labels["openmcp.cloud/managed-purpose"].len() <= 63);
-
-    // Both are deleted cleanly: `delete` runs (no workload block is not "access gone"), the
-    // access is given back, the finalizer goes.
-    let before = DELETED.load(Ordering::SeqCst);
-    objects
-        .delete(GO_TENANT, &DeleteParams::default())
-        .await
-        .unwrap();
-    long_objects
-        .delete(&long_name, &DeleteParams::default())
-        .await
-        .unwrap();
-    common::wait(&objects, GO_TENANT, |o: Option<&Adoptee>| o.is_none()).await;
-    common::wait(&long_objects, &long_name, |o: Option<&Adoptee>| o.is_none()).await;
-    assert_eq!(DELETED.load(Ordering::SeqCst) - before, 2);
-    common::wait(&ars, &ar_name, |o: Option<&AccessRequest>| o.is_none()).await;
-    let long_ars = Api::<AccessRequest>::namespaced(env.platform().client(), &long_ns);
-    common::wait(
-        &long_ars,
-        &stable_request_name(&provider, &long_name, "mcp").unwrap(),
-        |o: Option<&AccessRequest>| o.is_none(),
-    )
-    .await;
+    // The wider one now asks for exactly the declared grant — the role reference is gone — and
+    // the platform granted that (a new generation, observed).
+    let name = wider.metadata.name.clone().unwrap();
+    let before = wider.metadata.generation;
+    let narrowed = common::wait(&wider_ars, &name, move |o: Option<&AccessRequest>| {
+        o.is_some_and(|ar| ar.is_ready() && ar.metadata.generation > before)
+    })
+    .await
+    .unwrap();
+    let token = narrowed.spec.token.expect("a token");
+    assert!(token.role_refs.is_empty(), "{token:?}");
+    assert_eq!(token, <Adoptee as ServiceProvider>::mcp_access());
     common::stop(runtime).await;
 }
 
@@ -235,6 +222,22 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
         "{condition}"
     );
     assert_eq!(reported.data["status"]["phase"], "Progressing");
+    // And as a Warning Event about it.
+    let events: Api<Event> = Api::namespaced(env.onboarding().client(), NS);
+    common::eventually("the InvalidObject Event", common::TIMEOUT, || async {
+        events
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("InvalidObject")
+                    && e.type_.as_deref() == Some("Warning")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(&names[0])
+            })
+    })
+    .await;
     // No access was ordered for it.
     let provider = env.provider().expect("a provider").name().to_owned();
     let ars: Api<AccessRequest> = Api::namespaced(
