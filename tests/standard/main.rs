@@ -25,6 +25,7 @@ mod metrics;
 mod newcomer;
 mod process;
 mod ship;
+mod takeover;
 mod testkit;
 mod timeout;
 // Shared with the other end-to-end binary, which uses other parts of it.

@@ -36,6 +36,8 @@ fn provider_process() {
     let args: Vec<String> = serde_json::from_str(&args).expect("SP_TEST_ARGS is a JSON list");
     let code = match std::env::var("SP_TEST_PROVIDER").as_deref() {
         Ok("flaky") => service_provider::App::<Flaky>::new().run_with_args(args),
+        // The template's Go provider, written with this framework.
+        Ok("takeover") => crate::takeover::app().run_with_args(args),
         // The names service-provider-velero's main.go chose, for taking over from it.
         Ok("velero-go-names") => crate::velero::app()
             .onboarding_controller(GO_VELERO_CONTROLLER)
@@ -55,7 +57,7 @@ fn provider_process() {
 
 /// A provider process with its output collected.
 pub(crate) struct Provider {
-    child: std::process::Child,
+    pub(crate) child: std::process::Child,
     stdout: Arc<Mutex<String>>,
     stderr: Arc<Mutex<String>>,
 }
@@ -150,7 +152,11 @@ impl Drop for Provider {
     }
 }
 
-async fn run_to_end(provider: &str, args: &[&str], env: &[(&str, &str)]) -> (ExitStatus, String) {
+pub(crate) async fn run_to_end(
+    provider: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (ExitStatus, String) {
     let mut process = Provider::spawn(provider, args, env);
     let status = process.wait(TIMEOUT).await;
     (status, process.stderr())
