@@ -28,8 +28,13 @@ pub struct ClusterOptions {
     pub tls: bool,
     /// Port on 127.0.0.1; 0 (default) picks a free one.
     pub port: u16,
-    /// How many events are retained for watch resumption (older resourceVersions get 410 Expired).
+    /// The most events retained per resource for watch resumption (older resourceVersions get
+    /// 410 Expired).
     pub history: usize,
+    /// Events per resource retained whatever their age.
+    pub history_floor: usize,
+    /// How long events beyond the floor are retained.
+    pub history_age: std::time::Duration,
     /// The admin token; generated when `None`.
     pub admin_token: Option<String>,
     /// Fill Deployment status as if every replica were Available.
@@ -42,6 +47,8 @@ impl Default for ClusterOptions {
             tls: true,
             port: 0,
             history: StoreOptions::default().history,
+            history_floor: StoreOptions::default().history_floor,
+            history_age: StoreOptions::default().history_age,
             admin_token: None,
             deployments_available: false,
         }
@@ -59,9 +66,16 @@ impl ClusterOptions {
         self.port = port;
         self
     }
-    /// The size of the watch history.
+    /// The most events retained per resource for watch resumption.
     pub fn history(mut self, events: usize) -> Self {
         self.history = events;
+        self
+    }
+    /// The watch window: per resource, events younger than `age` are retained, and at least the
+    /// `floor` newest (kube-apiserver's watch cache: 75 s and 100).
+    pub fn watch_window(mut self, floor: usize, age: std::time::Duration) -> Self {
+        self.history_floor = floor;
+        self.history_age = age;
         self
     }
     /// Deployments become Available.
@@ -126,6 +140,8 @@ impl Cluster {
             ShardOptions {
                 store: StoreOptions {
                     history: opts.history,
+                    history_floor: opts.history_floor,
+                    history_age: opts.history_age,
                     ..StoreOptions::default()
                 },
                 cluster_annotation: None,
@@ -276,7 +292,7 @@ impl Cluster {
         self.inner.shard.store().expire_history();
     }
 
-    /// Changes how many events are retained for watch resumption.
+    /// Changes how many events are retained per resource for watch resumption.
     pub fn set_history(&self, events: usize) {
         self.inner.shard.store().set_history(events);
     }

@@ -1,5 +1,5 @@
 //! A shard's storage: one resourceVersion counter, the objects of every resource and logical cluster,
-//! a bounded event history, and the watch fan-out.
+//! a bounded event history per resource (the watch window), and the watch fan-out.
 //!
 //! Objects are kept as their serialized JSON (`Bytes`, shared with every response and watch event that
 //! carries them) plus the few fields indexes and filters need. The store knows nothing of Kubernetes
@@ -13,6 +13,7 @@ pub use object::{ObjKey, OwnerRef, StoredObject};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::RwLock;
@@ -77,6 +78,8 @@ pub struct Event {
     /// The object before the change, for updates and deletions.
     pub prev: Option<Arc<StoredObject>>,
     line: OnceLock<Bytes>,
+    /// When the change was committed (the watch window's age limit counts from here).
+    recorded: Instant,
 }
 
 impl Event {
@@ -163,7 +166,7 @@ pub enum StoreError {
     /// The precondition (resourceVersion or uid) did not hold.
     #[error("conflict")]
     Conflict,
-    /// The requested resourceVersion is older than the retained history.
+    /// The requested resourceVersion is older than the resource's retained history.
     #[error("too old resource version: {requested} ({oldest})")]
     Expired {
         /// The version asked for.
@@ -186,10 +189,20 @@ pub struct Precondition {
 }
 
 /// Configuration of a store.
+///
+/// The watch window follows kube-apiserver's watch cache (staging/src/k8s.io/apiserver/pkg/storage/
+/// cacher/watch_cache.go): per resource, every event younger than `history_age` is kept (up to
+/// `history`), and at least the `history_floor` newest whatever their age; a watch or an exact
+/// list from an older version gets 410 Expired.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
-    /// How many events are retained for watch resumption; older versions get 410 Expired.
+    /// The most events retained per resource (the watch cache's upper bound, 100 Ki).
     pub history: usize,
+    /// Events per resource retained whatever their age (the watch cache's lower bound, 100).
+    pub history_floor: usize,
+    /// How long an event beyond the floor is retained (the watch cache's `eventFreshDuration`,
+    /// 75 s).
+    pub history_age: Duration,
     /// Capacity of each watcher's queue; a watcher that falls this far behind is closed (as
     /// kube-apiserver closes slow watchers) and must re-watch.
     pub watcher_queue: usize,
@@ -198,7 +211,9 @@ pub struct StoreOptions {
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
-            history: 50_000,
+            history: 100 * 1024,
+            history_floor: 100,
+            history_age: Duration::from_secs(75),
             watcher_queue: 200_000,
         }
     }
@@ -214,9 +229,12 @@ struct Watcher {
 struct Inner {
     rv: u64,
     tables: HashMap<StoreKey, Table>,
-    history: VecDeque<Arc<Event>>,
-    /// Every event with rv <= compacted is gone from the history.
-    compacted: u64,
+    /// The retained events of each resource, oldest first.
+    history: HashMap<StoreKey, VecDeque<Arc<Event>>>,
+    /// Per resource: every event with rv <= this is gone from its history.
+    compacted: HashMap<StoreKey, u64>,
+    /// For every resource: every event with rv <= this is gone (history expired as a whole).
+    floor: u64,
     watchers: Vec<Watcher>,
 }
 
@@ -244,19 +262,29 @@ impl Store {
             inner: RwLock::new(Inner {
                 rv: 1,
                 tables: HashMap::new(),
-                history: VecDeque::new(),
-                compacted: 0,
+                history: HashMap::new(),
+                compacted: HashMap::new(),
+                floor: 0,
                 watchers: Vec::new(),
             }),
             opts: RwLock::new(opts),
         }
     }
 
-    /// Changes how many events are retained.
+    /// Changes how many events are retained per resource (at most `n`, whatever their age).
     pub fn set_history(&self, n: usize) {
-        self.opts.write().history = n;
+        let opts = {
+            let mut o = self.opts.write();
+            o.history = n;
+            o.history_floor = o.history_floor.min(n);
+            o.clone()
+        };
         let mut inner = self.inner.write();
-        trim_history(&mut inner, n);
+        let resources: Vec<StoreKey> = inner.history.keys().cloned().collect();
+        let now = Instant::now();
+        for r in resources {
+            trim_history(&mut inner, &r, &opts, now);
+        }
     }
 
     /// The current resourceVersion (of the last write).
@@ -264,9 +292,9 @@ impl Store {
         self.inner.read().rv
     }
 
-    /// The oldest resourceVersion from which a watch can still resume.
+    /// The oldest resourceVersion from which a watch of every resource can still resume.
     pub fn compacted_rv(&self) -> u64 {
-        self.inner.read().compacted
+        self.inner.read().compacted_of(None)
     }
 
     /// One object.
@@ -305,28 +333,29 @@ impl Store {
     ) -> Result<u64, StoreError> {
         let inner = self.inner.read();
         let at = at.filter(|&rv| rv < inner.rv);
+        let compacted = inner.compacted_of(Some(resource));
         if let Some(rv) = at
-            && rv < inner.compacted
+            && rv < compacted
         {
             return Err(StoreError::Expired {
                 requested: rv,
-                oldest: inner.compacted + 1,
+                oldest: compacted + 1,
             });
         }
         // The objects changed since `at`, with what they were at `at` (`None`: absent then).
         let mut undo: BTreeMap<&ObjKey, Option<&Arc<StoredObject>>> = BTreeMap::new();
-        if let Some(rv) = at {
-            let idx = inner.history.partition_point(|e| e.rv <= rv);
+        if let Some(rv) = at
+            && let Some(history) = inner.history.get(resource)
+        {
+            let idx = history.partition_point(|e| e.rv <= rv);
             // Newest first, so the oldest change after `at` — whose `prev` is the state at `at` —
             // is the one that stays.
-            for e in inner.history.range(idx..).rev() {
-                if e.resource == *resource {
-                    let then = match e.kind {
-                        EventType::Added => None,
-                        EventType::Modified | EventType::Deleted => e.prev.as_ref(),
-                    };
-                    undo.insert(&e.object.key, then);
-                }
+            for e in history.range(idx..).rev() {
+                let then = match e.kind {
+                    EventType::Added => None,
+                    EventType::Modified | EventType::Deleted => e.prev.as_ref(),
+                };
+                undo.insert(&e.object.key, then);
             }
         }
         let scanned = at.unwrap_or(inner.rv);
@@ -419,7 +448,7 @@ impl Store {
         key: &ObjKey,
         write: Write,
     ) -> Result<Arc<Event>, StoreError> {
-        let history_limit = self.opts.read().history;
+        let opts = self.opts.read().clone();
         let mut inner = self.inner.write();
         let current = inner.tables.get(resource).and_then(|t| t.get(key)).cloned();
         let next_rv = inner.rv + 1;
@@ -481,13 +510,18 @@ impl Store {
             object,
             prev,
             line: OnceLock::new(),
+            recorded: Instant::now(),
         });
-        if history_limit > 0 {
-            inner.history.push_back(ev.clone());
+        if opts.history > 0 {
+            inner
+                .history
+                .entry(resource.clone())
+                .or_default()
+                .push_back(ev.clone());
+            trim_history(&mut inner, resource, &opts, ev.recorded);
         } else {
-            inner.compacted = next_rv;
+            inner.compacted.insert(resource.clone(), next_rv);
         }
-        trim_history(&mut inner, history_limit);
         inner.watchers.retain(|w| {
             if !w.filter.matches(&ev) {
                 return !w.tx.is_closed();
@@ -506,19 +540,29 @@ impl Store {
         let (tx, rx) = mpsc::channel(cap);
         let backlog = match start {
             WatchStart::After(rv) => {
-                if rv < inner.compacted {
+                let compacted = inner.compacted_of(filter.resource.as_ref());
+                if rv < compacted {
                     return Err(StoreError::Expired {
                         requested: rv,
-                        oldest: inner.compacted + 1,
+                        oldest: compacted + 1,
                     });
                 }
-                let idx = inner.history.partition_point(|e| e.rv <= rv);
-                inner
-                    .history
-                    .range(idx..)
-                    .filter(|e| filter.matches(e))
-                    .cloned()
-                    .collect()
+                let after = |h: &VecDeque<Arc<Event>>| {
+                    let idx = h.partition_point(|e| e.rv <= rv);
+                    h.range(idx..)
+                        .filter(|e| filter.matches(e))
+                        .cloned()
+                        .collect::<Vec<_>>()
+                };
+                match &filter.resource {
+                    Some(r) => inner.history.get(r).map(after).unwrap_or_default(),
+                    None => {
+                        let mut all: Vec<Arc<Event>> =
+                            inner.history.values().flat_map(after).collect();
+                        all.sort_by_key(|e| e.rv);
+                        all
+                    }
+                }
             }
             WatchStart::Now => {
                 let mut out = Vec::new();
@@ -555,6 +599,7 @@ impl Store {
                             object: o.clone(),
                             prev: None,
                             line: OnceLock::new(),
+                            recorded: Instant::now(),
                         }));
                     }
                 };
@@ -587,7 +632,8 @@ impl Store {
     pub fn expire_history(&self) {
         let mut inner = self.inner.write();
         inner.history.clear();
-        inner.compacted = inner.rv;
+        inner.compacted.clear();
+        inner.floor = inner.rv;
     }
 
     /// Number of open watchers.
@@ -598,11 +644,37 @@ impl Store {
     }
 }
 
-fn trim_history(inner: &mut Inner, limit: usize) {
-    while inner.history.len() > limit {
-        if let Some(e) = inner.history.pop_front() {
-            inner.compacted = e.rv;
-        }
+impl Inner {
+    /// Every event of `resource` (of every resource: `None`) with rv <= this is gone.
+    fn compacted_of(&self, resource: Option<&StoreKey>) -> u64 {
+        let own = match resource {
+            Some(r) => self.compacted.get(r).copied().unwrap_or(0),
+            None => self.compacted.values().copied().max().unwrap_or(0),
+        };
+        own.max(self.floor)
+    }
+}
+
+/// Drops the events of `resource` that left the watch window: beyond `history`, and beyond
+/// `history_floor` those older than `history_age`.
+fn trim_history(inner: &mut Inner, resource: &StoreKey, opts: &StoreOptions, now: Instant) {
+    let Some(h) = inner.history.get_mut(resource) else {
+        return;
+    };
+    let floor = opts.history_floor.min(opts.history);
+    let mut dropped = None;
+    while h.len() > opts.history
+        || (h.len() > floor
+            && h.front()
+                .is_some_and(|e| now.saturating_duration_since(e.recorded) > opts.history_age))
+    {
+        dropped = h.pop_front().map(|e| e.rv).or(dropped);
+    }
+    if h.is_empty() {
+        inner.history.remove(resource);
+    }
+    if let Some(rv) = dropped {
+        inner.compacted.insert(resource.clone(), rv);
     }
 }
 

@@ -1,9 +1,10 @@
-//! watch: resume by resourceVersion, bookmarks, 410 Expired, restarts, selector transitions,
-//! streaming lists.
+//! watch: resume by resourceVersion, the per-resource watch window, bookmarks, 410 Expired,
+//! restarts, selector transitions, streaming lists.
 
 use std::collections::BTreeMap;
 
 use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::WatchStreamExt;
@@ -341,5 +342,91 @@ async fn streaming_list_initial_events() {
     {
         Event::Apply(o) => assert_eq!(o.name_any(), "c"),
         e => panic!("unexpected {e:?}"),
+    }
+}
+
+/// The watch window is per resource, as kube-apiserver's watch cache: a client resuming from a
+/// version its resource's window no longer reaches gets 410 Expired — no fault injected — while
+/// another resource's window is untouched by the first one's writes.
+#[tokio::test]
+async fn resuming_from_before_the_watch_window_is_410() {
+    let c = service_provider_apiserver::ApiServer::start_with(
+        "window",
+        service_provider_apiserver::ClusterOptions::default()
+            .watch_window(3, std::time::Duration::ZERO),
+    )
+    .await
+    .unwrap();
+    let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
+    let leases: Api<Lease> = Api::default_namespaced(c.client());
+    let first = cms
+        .create(&PostParams::default(), &cm("first", "1"))
+        .await
+        .unwrap();
+    let lease = |n: usize| -> Lease {
+        serde_json::from_value(json!({"metadata": {"name": format!("l{n}")}})).unwrap()
+    };
+    let l0 = leases
+        .create(&PostParams::default(), &lease(0))
+        .await
+        .unwrap();
+    for n in 1..6 {
+        leases
+            .create(&PostParams::default(), &lease(n))
+            .await
+            .unwrap();
+    }
+    // Leases keep their 3 newest events: resuming from the first lease is too old.
+    let mut s = leases
+        .watch(&WatchParams::default(), &l0.resource_version().unwrap())
+        .await
+        .unwrap()
+        .boxed();
+    match next_event(&mut s).await {
+        WatchEvent::Error(e) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
+        e => panic!("expected 410, got {e:?}"),
+    }
+    // ConfigMaps' window still reaches back before all those lease writes.
+    cms.create(&PostParams::default(), &cm("second", "1"))
+        .await
+        .unwrap();
+    let mut s = cms
+        .watch(&WatchParams::default(), &first.resource_version().unwrap())
+        .await
+        .unwrap()
+        .boxed();
+    match next_event(&mut s).await {
+        WatchEvent::Added(o) => assert_eq!(o.name_any(), "second"),
+        e => panic!("expected the second ConfigMap, got {e:?}"),
+    }
+}
+
+/// With kube-apiserver's default window, a burst of writes stays resumable: events younger than
+/// 75 s are all kept.
+#[tokio::test]
+async fn a_burst_stays_inside_the_default_watch_window() {
+    let c = cluster().await;
+    let leases: Api<Lease> = Api::default_namespaced(c.client());
+    let lease = |n: usize| -> Lease {
+        serde_json::from_value(json!({"metadata": {"name": format!("l{n}")}})).unwrap()
+    };
+    let l0 = leases
+        .create(&PostParams::default(), &lease(0))
+        .await
+        .unwrap();
+    for n in 1..150 {
+        leases
+            .create(&PostParams::default(), &lease(n))
+            .await
+            .unwrap();
+    }
+    let mut s = leases
+        .watch(&WatchParams::default(), &l0.resource_version().unwrap())
+        .await
+        .unwrap()
+        .boxed();
+    match next_event(&mut s).await {
+        WatchEvent::Added(o) => assert_eq!(o.name_any(), "l1"),
+        e => panic!("expected the second lease, got {e:?}"),
     }
 }
