@@ -121,11 +121,15 @@ impl<'a> ClusterApi<'a> {
         std::mem::take(&mut self.warnings.borrow_mut())
     }
 
-    /// Prunes unknown fields (per `fieldValidation`) and applies schema defaults.
+    /// Prunes unknown fields (per `fieldValidation`), applies schema defaults and, for built-in
+    /// kinds, writes their times as Go does.
     fn decode(&self, info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
         if let Some(v) = &info.validator {
             let w = v.decode(obj, self.field_validation)?;
             self.warnings.borrow_mut().extend(w);
+        }
+        if info.strategy != Strategy::Custom {
+            crate::schema::normalise_times(&info.group, &info.version, &info.kind, obj);
         }
         crate::validation::builtin::check_bytes(info, obj).map_err(|detail| {
             ApiError::bad_request(format!(
@@ -830,10 +834,18 @@ fn same_ignoring_managed_fields(a: &Value, b: &Value) -> bool {
     if a == b {
         return true;
     }
+    // kube-apiserver's IgnoreManagedFieldsTimestampsTransformer: a write that changes nothing
+    // but managedFields timestamps is a no-op; one that changes who owns what (a second applier
+    // of an identical value becoming a co-owner) is stored.
     let strip = |v: &Value| {
         let mut v = v.clone();
-        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("managedFields");
+        if let Some(entries) = v
+            .pointer_mut("/metadata/managedFields")
+            .and_then(Value::as_array_mut)
+        {
+            for e in entries.iter_mut().filter_map(Value::as_object_mut) {
+                e.remove("time");
+            }
         }
         v
     };

@@ -50,6 +50,7 @@ mod pattern;
 mod prune;
 mod resource;
 mod structural;
+mod times;
 mod validate;
 
 pub use builtin::{
@@ -68,3 +69,4 @@ pub use openapi::{OpenApiDocuments, OpenApiResource, crd_definition_name, group_
 pub use prune::{FieldValidation, strict_error_message, unknown_field_warning};
 pub use resource::{DecodeError, ResourceSchema};
 pub use structural::{SchemaError, Structural};
+pub(crate) use times::normalise_times;

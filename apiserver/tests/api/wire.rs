@@ -1,9 +1,12 @@
 //! Wire details clients see from kube-apiserver: what DELETE answers per resource, PUT's
-//! namespace from the URL, Go's key order, routes a cluster-scoped resource does not have,
-//! `force` outside apply.
+//! namespace from the URL, timestamps as Go writes them, Go's key order, routes a
+//! cluster-scoped resource does not have, `force` outside apply, shared apply ownership.
 
-use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
-use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, ServiceAccount};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
@@ -257,4 +260,105 @@ async fn force_on_a_patch_that_is_not_apply_is_422() {
         );
         assert_eq!(s["details"]["causes"][0]["field"], "force");
     }
+}
+#[tokio::test]
+async fn times_are_written_as_go_writes_them() {
+    let c = cluster().await;
+    // MicroTime: UTC with six fractional digits.
+    let leases: Api<Lease> = Api::default_namespaced(c.client());
+    let (code, body) = send(
+        &c,
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+        "application/json",
+        &json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "l"},
+            "spec": {"renewTime": "2024-01-01T12:00:00.5+02:00", "acquireTime": "2024-01-01T10:00:00Z"},
+        })
+        .to_string(),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let raw: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(raw["spec"]["renewTime"], "2024-01-01T10:00:00.500000Z");
+    assert_eq!(raw["spec"]["acquireTime"], "2024-01-01T10:00:00.000000Z");
+    assert!(leases.get("l").await.is_ok());
+    // metav1.Time: UTC, whole seconds.
+    let (code, body) = send(
+        &c,
+        "POST",
+        "/api/v1/namespaces/default/events",
+        "application/json",
+        &json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "e"},
+            "involvedObject": {"kind": "ConfigMap", "name": "x", "namespace": "default"},
+            "firstTimestamp": "2024-01-01T12:00:00.987+02:00",
+            "eventTime": "2024-01-01T12:00:00.1234567+02:00",
+            "reportingComponent": "test", "reportingInstance": "test",
+            "action": "Test", "reason": "Test", "type": "Normal",
+        })
+        .to_string(),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let raw: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(raw["firstTimestamp"], "2024-01-01T10:00:00Z");
+    assert_eq!(raw["eventTime"], "2024-01-01T10:00:00.123456Z");
+    let events: Api<Event> = Api::default_namespaced(c.client());
+    assert!(events.get("e").await.is_ok());
+}
+
+#[tokio::test]
+async fn applying_the_same_value_as_another_manager_shares_the_field() {
+    let c = cluster().await;
+    let cms: Api<ConfigMap> = Api::default_namespaced(c.client());
+    let cm = |data: Value| {
+        Patch::Apply(json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared"}, "data": data,
+        }))
+    };
+    cms.patch(
+        "shared",
+        &PatchParams::apply("alice"),
+        &cm(json!({"a": "1", "b": "1"})),
+    )
+    .await
+    .unwrap();
+    // Bob applies alice's value without force: no conflict, and both own `data.a`.
+    let o = cms
+        .patch("shared", &PatchParams::apply("bob"), &cm(json!({"a": "1"})))
+        .await
+        .unwrap();
+    let mut owners: Vec<String> = o
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .filter(|m| {
+            m.fields_v1
+                .as_ref()
+                .is_some_and(|f| f.0.pointer("/f:data/f:a").is_some())
+        })
+        .filter_map(|m| m.manager)
+        .collect();
+    owners.sort();
+    assert_eq!(owners, ["alice", "bob"]);
+    // Alice letting go of it leaves it to bob; it stays.
+    let o = cms
+        .patch(
+            "shared",
+            &PatchParams::apply("alice"),
+            &cm(json!({"b": "1"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(o.data.unwrap().get("a").map(String::as_str), Some("1"));
+    // Once bob lets go too, nobody owns it and it goes.
+    let o = cms
+        .patch("shared", &PatchParams::apply("bob"), &cm(json!({})))
+        .await
+        .unwrap();
+    assert_eq!(o.data.unwrap().get("a"), None);
 }
