@@ -18,7 +18,7 @@ use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{ApiResource, DynamicObject, PartialObjectMeta, Patch, PatchParams};
+use kube::api::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::core::DeserializeGuard;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
@@ -36,7 +36,7 @@ use crate::openmcp::{AccessRequest, ClusterRequest};
 use crate::provider::ServiceProvider;
 use crate::provider_config::{ProviderConfigResource, ProviderConfigStatus};
 use crate::queue::Triggers;
-use crate::status::write::{merge_patch, set_condition};
+use crate::status::write::{patch_status, set_condition};
 
 /// Where the ProviderConfig stands.
 #[derive(Debug)]
@@ -313,24 +313,9 @@ impl<P: ServiceProvider> Platform<P> {
             raw.metadata.generation,
             k8s_openapi::jiff::Timestamp::now(),
         );
-        let (Ok(old_json), Ok(new_json)) = (serde_json::to_value(&old), serde_json::to_value(&new))
-        else {
-            return;
-        };
-        let Some(diff) = merge_patch(&old_json, &new_json) else {
-            return;
-        };
         let resource = ApiResource::erase::<P::ProviderConfig>(&());
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-        let patch = serde_json::json!({ "status": diff });
-        if let Err(err) = api
-            .patch_status(
-                &self.provider_name,
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-        {
+        if let Err(err) = patch_status(&api, &self.provider_name, Some(&old), &new).await {
             tracing::debug!(error = %err, "could not write the ProviderConfig status");
         }
     }

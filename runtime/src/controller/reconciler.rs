@@ -992,29 +992,10 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             report,
             k8s_openapi::jiff::Timestamp::now(),
         );
-        let (Ok(old_json), Ok(new_json)) = (
-            serde_json::to_value(old.cloned().unwrap_or_default()),
-            serde_json::to_value(&new),
-        ) else {
-            return;
-        };
-        let diff = if old.is_none() {
-            Some(new_json)
-        } else {
-            status::merge_patch(&old_json, &new_json)
-        };
-        let Some(diff) = diff else { return };
         let api = self.source.api(id);
-        let patch = serde_json::json!({ "status": diff });
-        match api
-            .patch_status(
-                &object.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-        {
-            Ok(updated) => self.source.observe(id, updated),
+        match status::patch_status(&api, &object.name_any(), old, &new).await {
+            Ok(None) => return,
+            Ok(Some(updated)) => self.source.observe(id, updated),
             Err(err) if matches!(&err, kube::Error::Api(s) if s.code == 404) => return,
             Err(err) => {
                 // The next reconcile computes the same status and tries again.

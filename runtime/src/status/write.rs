@@ -213,6 +213,41 @@ pub fn ready_state<X>(status: Option<&ServiceStatus<X>>) -> Option<(String, Stri
         .map(|c| (c.status.clone(), c.reason.clone()))
 }
 
+/// Writes `new` into the status subresource of `name` through `api` when it differs from `old`:
+/// a JSON merge patch of the difference (the whole status when there was none), as Go's
+/// `client.MergeFrom` sends it. The one status write of the runtime, for the Service API objects
+/// and the ProviderConfig alike. `Ok(None)` when nothing changed, so nothing was written.
+pub async fn patch_status<K, S>(
+    api: &kube::Api<K>,
+    name: &str,
+    old: Option<&S>,
+    new: &S,
+) -> Result<Option<K>, kube::Error>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    S: serde::Serialize,
+{
+    let new = serde_json::to_value(new).map_err(kube::Error::SerdeError)?;
+    let diff = match old {
+        None => Some(new),
+        Some(old) => {
+            let old = serde_json::to_value(old).map_err(kube::Error::SerdeError)?;
+            merge_patch(&old, &new)
+        }
+    };
+    let Some(diff) = diff else {
+        return Ok(None);
+    };
+    let patch = serde_json::json!({ "status": diff });
+    api.patch_status(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .map(Some)
+}
+
 /// A JSON merge patch (RFC 7386) that turns `old` into `new`; `None` when they are equal.
 /// Removed keys become `null`, arrays are replaced whole: what Go's `client.MergeFrom` sends.
 pub fn merge_patch(old: &Value, new: &Value) -> Option<Value> {
