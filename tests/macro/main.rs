@@ -5,6 +5,9 @@
 // The examples are compiled in here as modules, so their manifests are checked in-process; the
 // examples' own tests (`hello::tests`, the README's test-kit example) run here too.
 #[allow(dead_code)]
+#[path = "../../examples/external-secrets/main.rs"]
+mod eso;
+#[allow(dead_code)]
 #[path = "../../examples/hello/main.rs"]
 mod hello;
 #[allow(dead_code)]

@@ -7,7 +7,7 @@ use service_provider::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextens
 use service_provider::kube::CustomResourceExt;
 use service_provider::manifests::{self, DifferenceKind, Manifest};
 
-use crate::{hello, velero, velero_by_hand};
+use crate::{eso, hello, velero, velero_by_hand};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -91,10 +91,11 @@ fn service_crd_has_the_openmcp_shape() {
         .keys()
         .map(String::as_str)
         .collect();
-    // The common fields, flattened beside the author's (VeleroStatus).
+    // The common fields (`resources` is the managed set's), flattened beside the author's
+    // (VeleroStatus).
     let velero_status: Vec<&str> =
         <velero::VeleroStatus as service_provider_runtime::JsonFields>::FIELDS.to_vec();
-    let expected: BTreeSet<&str> = ["conditions", "observedGeneration", "phase"]
+    let expected: BTreeSet<&str> = ["conditions", "observedGeneration", "phase", "resources"]
         .into_iter()
         .chain(velero_status)
         .collect();
@@ -232,7 +233,11 @@ fn example_names(dir: &Path, dirs_only: bool) -> BTreeSet<String> {
 /// The in-process form of `cargo xtask crds --check`.
 #[test]
 fn checked_in_manifests_are_up_to_date() {
-    let examples: [(&str, Vec<Manifest>); 2] = [
+    let examples: [(&str, Vec<Manifest>); 3] = [
+        (
+            "external-secrets",
+            manifests::manifests::<eso::ExternalSecretsOperator>(),
+        ),
         ("hello", manifests::manifests::<hello::Hello>()),
         ("velero", manifests::manifests::<velero::Velero>()),
     ];
