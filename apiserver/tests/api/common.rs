@@ -106,3 +106,29 @@ pub fn status(e: kube::Error) -> kube::core::Status {
         other => panic!("expected an API error, got {other:?}"),
     }
 }
+
+/// A raw request with the given headers and body text; the status code and body text.
+pub async fn raw(
+    c: &Cluster,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let client = c.client();
+    let mut req = http::Request::builder().method(method).uri(path);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req.body(body.as_bytes().to_vec()).unwrap();
+    let resp = client
+        .send(req.map(kube::client::Body::from))
+        .await
+        .unwrap();
+    let code = resp.status().as_u16();
+    let bytes = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (code, String::from_utf8_lossy(&bytes).to_string())
+}

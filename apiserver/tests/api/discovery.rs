@@ -52,31 +52,6 @@ async fn legacy_and_aggregated_discovery_list_builtins_and_crds() {
     assert_eq!(v.major, "1");
 }
 
-async fn raw(
-    c: &service_provider_apiserver::Cluster,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> (u16, String) {
-    let client = c.client();
-    let mut req = http::Request::builder().method(method).uri(path);
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let req = req.body(body.as_bytes().to_vec()).unwrap();
-    let resp = client
-        .send(req.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    let code = resp.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(resp.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    (code, String::from_utf8_lossy(&bytes).to_string())
-}
-
 #[tokio::test]
 async fn negotiation_and_unknown_paths() {
     let c = cluster().await;

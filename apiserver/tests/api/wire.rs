@@ -20,23 +20,7 @@ async fn send(
     content_type: &str,
     body: &str,
 ) -> (u16, String) {
-    let req = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", content_type)
-        .body(body.as_bytes().to_vec())
-        .unwrap();
-    let resp = c
-        .client()
-        .send(req.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    let code = resp.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(resp.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    (code, String::from_utf8_lossy(&bytes).to_string())
+    raw(c, method, path, &[("content-type", content_type)], body).await
 }
 
 #[tokio::test]
