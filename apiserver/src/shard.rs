@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use serde_json::json;
 
 use crate::admission::{self, AdmissionPlugin};
@@ -131,6 +131,10 @@ pub struct Shard {
     faults: Faults,
     counters: Counters,
     deployments_available: AtomicBool,
+    /// Held from choosing a Service's node ports to committing it, so that concurrent Service
+    /// writes cannot both take a free port (kube-apiserver's allocator is one object updated
+    /// with compare-and-swap). One lock for the shard: Service writes are few.
+    node_ports: Mutex<()>,
     pub(crate) auth: crate::authn::Authn,
 }
 
@@ -167,6 +171,7 @@ impl Shard {
             faults: Faults::default(),
             counters: Counters::default(),
             deployments_available: AtomicBool::new(false),
+            node_ports: Mutex::new(()),
         });
         crate::controllers::start(&shard);
         shard
@@ -180,6 +185,11 @@ impl Shard {
     /// The store.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Serialises node port allocation with the commit of the Service holding the ports.
+    pub(crate) fn lock_node_ports(&self) -> MutexGuard<'_, ()> {
+        self.node_ports.lock()
     }
 
     /// The resource registry.

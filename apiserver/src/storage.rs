@@ -141,7 +141,9 @@ impl<'a> ClusterApi<'a> {
 
     /// Gives a Service the node ports it needs, refusing requested ones that are out of range or
     /// held by another Service of this cluster (kube-apiserver's NodePort allocator). The store
-    /// is scanned rather than an allocation bitmap kept, since Services are few.
+    /// is scanned rather than an allocation bitmap kept, since Services are few. The returned
+    /// guard keeps other Service writes from allocating until it is dropped: the caller holds it
+    /// until the Service is committed, so that the ports chosen are still free then.
     fn allocate_node_ports(
         &self,
         info: &ResourceInfo,
@@ -149,10 +151,11 @@ impl<'a> ClusterApi<'a> {
         name: &str,
         obj: &mut Value,
         old: Option<&Value>,
-    ) -> ApiResult<()> {
+    ) -> ApiResult<Option<parking_lot::MutexGuard<'a, ()>>> {
         if info.strategy != Strategy::Service {
-            return Ok(());
+            return Ok(None);
         }
+        let guard = self.shard.lock_node_ports();
         let mut used = std::collections::HashSet::new();
         self.shard
             .store()
@@ -171,7 +174,8 @@ impl<'a> ClusterApi<'a> {
                 name,
                 errs.iter().map(crate::validation::cause).collect(),
             )
-        })
+        })?;
+        Ok(Some(guard))
     }
 
     /// The field manager recorded for writes made with [`ClusterApi::create`], [`ClusterApi::update`]
@@ -353,7 +357,7 @@ impl<'a> ClusterApi<'a> {
             }
             let name = meta::meta_str(&obj, "name").unwrap_or_default().to_string();
             strategy::prepare_create(info, &mut obj, ns);
-            self.allocate_node_ports(info, ns, &name, &mut obj, None)?;
+            let allocation = self.allocate_node_ports(info, ns, &name, &mut obj, None)?;
             self.admit(
                 Operation::Create,
                 info,
@@ -375,11 +379,12 @@ impl<'a> ClusterApi<'a> {
                     .map(Arc::new)
                     .map_err(store_err(info, &name));
             }
-            match self
+            let committed = self
                 .shard
                 .store()
-                .commit(&info.store, &key, Write::Create(stored))
-            {
+                .commit(&info.store, &key, Write::Create(stored));
+            drop(allocation);
+            match committed {
                 Ok(ev) => {
                     crate::controllers::after_write(self.shard, &self.cluster, info, &ev);
                     return Ok(ev.object.clone());
@@ -540,7 +545,7 @@ impl<'a> ClusterApi<'a> {
         let old = convert::served_value(info, cur);
         self.decode(info, &mut obj)?;
         strategy::prepare_update(info, &mut obj, &old, sub);
-        self.allocate_node_ports(info, ns, name, &mut obj, Some(&old))?;
+        let allocation = self.allocate_node_ports(info, ns, name, &mut obj, Some(&old))?;
         self.admit(
             Operation::Update,
             info,
@@ -580,11 +585,9 @@ impl<'a> ClusterApi<'a> {
         } else {
             Write::Update(stored, pre)
         };
-        let ev = self
-            .shard
-            .store()
-            .commit(&info.store, &key, write)
-            .map_err(store_err(info, name))?;
+        let committed = self.shard.store().commit(&info.store, &key, write);
+        drop(allocation);
+        let ev = committed.map_err(store_err(info, name))?;
         crate::controllers::after_write(self.shard, &self.cluster, info, &ev);
         Ok(ev.object.clone())
     }

@@ -185,6 +185,7 @@ pub fn prepare_update(
         Strategy::Service => {
             normalize_cluster_ips(new, Some(old));
             default_service(new);
+            drop_type_dependent_fields(new, old);
         }
         Strategy::Deployment => default_deployment(new),
         Strategy::Workload => default_workload(info, new),
@@ -344,6 +345,91 @@ fn normalize_cluster_ips(new: &mut Value, old: Option<&Value>) {
             } else if !ip.is_empty() && ip != old_ip && ips == old_ips {
                 new["spec"]["clusterIPs"] = json!([ip]);
             }
+        }
+    }
+}
+
+/// A Service whose type changes loses the fields of its old type that the client sent back
+/// unchanged (pkg/registry/core/service/strategy.go `dropTypeDependentFields`): cluster IPs and
+/// IP families when it becomes an ExternalName, node ports (released with them, as the allocator
+/// sees only stored Services) and the external traffic policy when it is no longer a NodePort or
+/// LoadBalancer, and the LoadBalancer-only fields and status when it is no longer a LoadBalancer.
+fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
+    let ty = |v: &Value| {
+        v.pointer("/spec/type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (new_ty, old_ty) = (ty(new), ty(old));
+    let same = |new: &Value, ptr: &str| {
+        let absent = |v: Option<&Value>| v.is_none_or(Value::is_null);
+        let (a, b) = (new.pointer(ptr), old.pointer(ptr));
+        a == b || (absent(a) && absent(b))
+    };
+    let mut drop = Vec::new();
+    if old_ty != "ExternalName" && new_ty == "ExternalName" {
+        if same(new, "/spec/clusterIP") && same(new, "/spec/clusterIPs") {
+            drop.extend(["clusterIP", "clusterIPs"]);
+        }
+        if same(new, "/spec/ipFamilies") {
+            drop.push("ipFamilies");
+        }
+        if same(new, "/spec/ipFamilyPolicy") {
+            drop.push("ipFamilyPolicy");
+        }
+    }
+    let node_ports = |v: &Value| -> Vec<i64> {
+        v.pointer("/spec/ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+            .filter(|n| *n != 0)
+            .collect()
+    };
+    let exposed = |t: &str| t == "NodePort" || t == "LoadBalancer";
+    // sameNodePorts: no node port the old Service did not hold.
+    let old_ports = node_ports(old);
+    if exposed(&old_ty)
+        && !exposed(&new_ty)
+        && node_ports(new).iter().all(|n| old_ports.contains(n))
+        && let Some(ports) = new.pointer_mut("/spec/ports").and_then(Value::as_array_mut)
+    {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            p.remove("nodePort");
+        }
+    }
+    let local_lb = |v: &Value, t: &str| {
+        t == "LoadBalancer"
+            && v.pointer("/spec/externalTrafficPolicy")
+                .and_then(Value::as_str)
+                == Some("Local")
+    };
+    if local_lb(old, &old_ty) && !local_lb(new, &new_ty) && same(new, "/spec/healthCheckNodePort") {
+        drop.push("healthCheckNodePort");
+    }
+    if old_ty == "LoadBalancer" && new_ty != "LoadBalancer" {
+        let flag = "/spec/allocateLoadBalancerNodePorts";
+        if new.pointer(flag).is_some_and(Value::is_boolean)
+            && old.pointer(flag).is_some_and(Value::is_boolean)
+            && same(new, flag)
+        {
+            drop.push("allocateLoadBalancerNodePorts");
+        }
+        if same(new, "/spec/loadBalancerClass") {
+            drop.push("loadBalancerClass");
+        }
+    }
+    if exposed(&old_ty) && !exposed(&new_ty) && same(new, "/spec/externalTrafficPolicy") {
+        drop.push("externalTrafficPolicy");
+    }
+    if new_ty != "LoadBalancer" && new.pointer("/status/loadBalancer").is_some() {
+        new["status"]["loadBalancer"] = json!({});
+    }
+    if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+        for f in drop {
+            spec.remove(f);
         }
     }
 }

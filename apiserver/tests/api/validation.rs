@@ -385,16 +385,143 @@ async fn job_templates_and_selectors_are_immutable() {
     );
 }
 
+fn svc(name: &str, spec: Value) -> Service {
+    serde_json::from_value(json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": "default"}, "spec": spec}))
+    .unwrap()
+}
+
+fn node_ports_of(s: &Service) -> Vec<i32> {
+    s.spec
+        .iter()
+        .flat_map(|s| s.ports.iter().flatten())
+        .filter_map(|p| p.node_port)
+        .collect()
+}
+
+/// Services created at the same time never share a node port: the ports chosen for each are
+/// still free when it is stored, and of several asking for one port, one gets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_services_never_share_a_node_port() {
+    let c = cluster().await;
+    let services: Api<Service> = Api::default_namespaced(c.client());
+    let create_all = |names: Vec<String>, spec: Value| {
+        let services = services.clone();
+        futures::future::join_all(names.into_iter().map(move |name| {
+            let (services, spec) = (services.clone(), spec.clone());
+            async move {
+                services
+                    .create(&PostParams::default(), &svc(&name, spec))
+                    .await
+            }
+        }))
+    };
+    let created = create_all(
+        (0..60).map(|i| format!("auto-{i}")).collect(),
+        json!({"type": "NodePort", "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81}]}),
+    )
+    .await;
+    let mut taken = std::collections::HashSet::new();
+    for s in created {
+        for p in node_ports_of(&s.unwrap()) {
+            assert!(taken.insert(p), "node port {p} handed out twice");
+        }
+    }
+    assert_eq!(taken.len(), 120);
+
+    let wanted = (30000..=32767).find(|p| !taken.contains(p)).unwrap();
+    let results = create_all(
+        (0..20).map(|i| format!("same-{i}")).collect(),
+        json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": wanted}]}),
+    )
+    .await;
+    let (won, lost): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
+    assert_eq!(won.len(), 1, "exactly one Service gets node port {wanted}");
+    for e in lost {
+        assert_eq!(
+            causes(e.unwrap_err()),
+            [cause(
+                "spec.ports[0].nodePort",
+                "FieldValueInvalid",
+                &format!("Invalid value: {wanted}: provided port is already allocated")
+            )]
+        );
+    }
+}
+
+/// A Service that stops being a NodePort or LoadBalancer one loses the node ports (and other
+/// fields of its old type) it sent back unchanged, and its ports are free for others.
+#[tokio::test]
+async fn services_changing_type_release_what_the_old_type_held() {
+    let c = cluster().await;
+    let services: Api<Service> = Api::default_namespaced(c.client());
+    let lb = services
+        .create(
+            &PostParams::default(),
+            &svc(
+                "lb",
+                json!({"type": "LoadBalancer", "ports": [{"name": "a", "port": 80, "nodePort": 30777}, {"name": "b", "port": 81}]}),
+            ),
+        )
+        .await
+        .unwrap();
+    let held = node_ports_of(&lb);
+    assert_eq!(held.len(), 2);
+    let mut as_cluster_ip = lb.clone();
+    as_cluster_ip.spec.as_mut().unwrap().type_ = Some("ClusterIP".into());
+    let changed = services
+        .replace("lb", &PostParams::default(), &as_cluster_ip)
+        .await
+        .unwrap();
+    assert_eq!(node_ports_of(&changed), Vec::<i32>::new());
+    let spec = changed.spec.unwrap();
+    assert_eq!(spec.allocate_load_balancer_node_ports, None);
+    assert_eq!(spec.external_traffic_policy, None);
+    assert_eq!(spec.cluster_ip, lb.spec.as_ref().unwrap().cluster_ip);
+    let reuse = services
+        .create(
+            &PostParams::default(),
+            &svc(
+                "reuse",
+                json!({"type": "NodePort", "ports": [{"name": "a", "port": 80, "nodePort": held[0]}, {"name": "b", "port": 81, "nodePort": held[1]}]}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(node_ports_of(&reuse), held);
+
+    // A new node port with the type change is refused, not dropped.
+    let mut sneaky = reuse.clone();
+    let spec = sneaky.spec.as_mut().unwrap();
+    spec.type_ = Some("ClusterIP".into());
+    spec.ports.as_mut().unwrap()[0].node_port = Some(30999);
+    assert_eq!(
+        causes(
+            services
+                .replace("reuse", &PostParams::default(), &sneaky)
+                .await
+                .unwrap_err()
+        ),
+        [
+            cause(
+                "spec.ports[0].nodePort",
+                "FieldValueForbidden",
+                "Forbidden: may not be used when `type` is 'ClusterIP'"
+            ),
+            cause(
+                "spec.ports[1].nodePort",
+                "FieldValueForbidden",
+                "Forbidden: may not be used when `type` is 'ClusterIP'"
+            ),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn services_keep_their_cluster_ip_and_get_node_ports_in_range() {
     let c = cluster().await;
     let client = c.client();
     let services: Api<Service> = Api::default_namespaced(client.clone());
-    let svc = |name: &str, spec: Value| -> Service {
-        serde_json::from_value(json!({"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "namespace": "default"}, "spec": spec}))
-        .unwrap()
-    };
     let np = services
         .create(&PostParams::default(), &svc("np", json!({"type": "NodePort", "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443, "nodePort": 30443}]})))
         .await
