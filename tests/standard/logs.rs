@@ -9,7 +9,7 @@ use service_provider::dev::ControlPlaneRef;
 
 use crate::common;
 use crate::flaky::Flaky;
-use crate::process::{self, Provider};
+use crate::process::Provider;
 
 /// Collects formatted log lines in memory.
 #[derive(Clone, Default)]
@@ -116,26 +116,7 @@ async fn authors_log_line() {
 async fn run_writes_json_lines_that_say_which_object_they_are_about() {
     const NAMESPACE: &str = "project-json-logs--ws-a";
     let env = common::env::<Flaky>(json!({}), &[(NAMESPACE, "logged-json")]).await;
-    let dir = process::tempdir("json-logs");
-    let kubeconfig = dir.join("provider.kubeconfig");
-    std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
-    let mut provider = Provider::spawn(
-        "flaky",
-        &[
-            "run",
-            "--log-format",
-            "json",
-            "--provider-name",
-            "flaky",
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--metrics-bind-address",
-            "0",
-            "--health-probe-bind-address",
-            "0",
-        ],
-        &[("POD_NAMESPACE", env.pod_namespace())],
-    );
+    let mut provider = Provider::run("flaky", &env, &["--log-format", "json"]);
     let cp = ControlPlaneRef::new(NAMESPACE, "logged-json");
     common::create::<Flaky>(&env, &cp, json!({})).await;
     common::wait(

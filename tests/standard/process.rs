@@ -3,7 +3,10 @@
 //! the same `App` the example binaries run.
 
 use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -162,6 +165,156 @@ pub(crate) async fn run_to_end(
     (status, process.stderr())
 }
 
+/// The provider's platform kubeconfig (its ServiceAccount, bound to the generated ClusterRole
+/// only) in a file of its own, for a process's `--kubeconfig` or `KUBECONFIG`.
+pub(crate) fn provider_kubeconfig(env: &TestEnv) -> PathBuf {
+    static FILES: AtomicUsize = AtomicUsize::new(0);
+    let dir = tempdir(&format!(
+        "kubeconfig-{}",
+        FILES.fetch_add(1, Ordering::SeqCst)
+    ));
+    let file = dir.join("provider.kubeconfig");
+    let provider = env.provider().expect("a provider is installed");
+    std::fs::write(&file, provider.platform_kubeconfig()).unwrap();
+    file
+}
+
+impl Provider {
+    /// `run` of `app` against `env`'s platform, as the provider's ServiceAccount, with `flags`
+    /// after `--provider-name`, `--kubeconfig` and `POD_NAMESPACE`. Metrics and probes are off
+    /// unless `flags` bind them, so that tests running in parallel never share a port.
+    pub(crate) fn run(app: &str, env: &TestEnv, flags: &[&str]) -> Self {
+        let kubeconfig = provider_kubeconfig(env);
+        let provider = env.provider().expect("a provider is installed").name();
+        let mut args = vec![
+            "run",
+            "--provider-name",
+            provider,
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+        ];
+        for endpoint in ["--metrics-bind-address", "--health-probe-bind-address"] {
+            if !flags.contains(&endpoint) {
+                args.extend([endpoint, "0"]);
+            }
+        }
+        args.extend(flags);
+        Self::spawn(app, &args, &[("POD_NAMESPACE", env.pod_namespace())])
+    }
+}
+
+/// Provider `app` as the openMCP operator starts it: its init Job's and Deployment's arguments
+/// and `POD_*` environment, with the platform cluster from `KUBECONFIG` where a pod has its
+/// in-cluster config — a list whose first file does not exist, as client-go reads it.
+pub(crate) struct Operated<'e> {
+    app: &'e str,
+    env: &'e TestEnv,
+    provider: &'e str,
+    kubeconfig: String,
+}
+
+/// A `run` container the operator started, with its probe and metrics addresses.
+pub(crate) struct Deployed {
+    pub(crate) process: Provider,
+    pub(crate) probes: SocketAddr,
+    pub(crate) metrics: SocketAddr,
+}
+
+impl<'e> Operated<'e> {
+    /// `app`'s containers against `env`'s platform, as the provider's ServiceAccount.
+    pub(crate) fn new(app: &'e str, env: &'e TestEnv) -> Self {
+        let file = provider_kubeconfig(env);
+        let absent = file.with_file_name("absent.kubeconfig");
+        let kubeconfig = std::env::join_paths([absent, file])
+            .unwrap()
+            .into_string()
+            .unwrap();
+        let provider = env.provider().expect("a provider is installed").name();
+        Operated {
+            app,
+            env,
+            provider,
+            kubeconfig,
+        }
+    }
+
+    /// The environment of pod `pod`: the downward API's, and `KUBECONFIG`.
+    fn pod_env(&self, pod: &str) -> Vec<(String, String)> {
+        let service_account = format!("sp-{}", self.provider);
+        let mut vars = operator_env(pod, self.env.pod_namespace(), &service_account);
+        vars.push(("KUBECONFIG".into(), self.kubeconfig.clone()));
+        vars
+    }
+
+    /// The init Job's container, run to its end: its exit status and stderr.
+    pub(crate) async fn init(&self) -> (ExitStatus, String) {
+        let env = self.pod_env(&format!("sp-{}-init-x7k2p", self.provider));
+        let args = operator_args(&["init"], self.provider);
+        run_to_end(self.app, &strs(&args), &pairs(&env)).await
+    }
+
+    /// The Deployment's container in pod `pod`, for `replicas` replicas: `--leader-elect=true`
+    /// for more than one, and `--metrics-bind-address=:<port> --metrics-secure=false` on a free
+    /// port (`deployment.go`). The probe port comes from the ServiceProvider's runCommand (the
+    /// operator appends after it), so that parallel tests on this machine never share :8081.
+    pub(crate) fn run(&self, pod: &str, replicas: u32) -> Deployed {
+        let probe_port = common::free_port();
+        let metrics_port = common::free_port();
+        let probe_flag = format!("--health-probe-bind-address=:{probe_port}");
+        let mut args = operator_args(&["run", &probe_flag], self.provider);
+        if replicas > 1 {
+            args.push("--leader-elect=true".into());
+        }
+        args.extend([
+            format!("--metrics-bind-address=:{metrics_port}"),
+            "--metrics-secure=false".into(),
+        ]);
+        let process = Provider::spawn(self.app, &strs(&args), &pairs(&self.pod_env(pod)));
+        Deployed {
+            process,
+            probes: ([127, 0, 0, 1], probe_port).into(),
+            metrics: ([127, 0, 0, 1], metrics_port).into(),
+        }
+    }
+}
+
+/// The arguments the openMCP operator gives both of a provider's containers
+/// (openmcp-operator `internal/controllers/provider/install/`, `job.go` and `deployment.go`): the
+/// ServiceProvider's `initCommand` or `runCommand` (default `["init"]`, `["run"]`), then
+/// `--environment`, `--verbosity` and `--provider-name`; this environment is `test`, INFO.
+fn operator_args(command: &[&str], provider: &str) -> Vec<String> {
+    let mut args: Vec<String> = command.iter().map(|a| a.to_string()).collect();
+    args.extend([
+        "--environment=test".to_owned(),
+        "--verbosity=INFO".to_owned(),
+        format!("--provider-name={provider}"),
+    ]);
+    args
+}
+
+/// The environment the operator gives both containers (`values.go` `EnvironmentVariables`):
+/// the pod's name, namespace, IP and ServiceAccount from the downward API.
+fn operator_env(
+    pod_name: &str,
+    pod_namespace: &str,
+    service_account: &str,
+) -> Vec<(String, String)> {
+    vec![
+        ("POD_NAME".into(), pod_name.into()),
+        ("POD_NAMESPACE".into(), pod_namespace.into()),
+        ("POD_IP".into(), "10.244.0.17".into()),
+        ("POD_SERVICE_ACCOUNT_NAME".into(), service_account.into()),
+    ]
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+fn pairs(vars: &[(String, String)]) -> Vec<(&str, &str)> {
+    vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
 fn one_line(stderr: &str) -> &str {
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "expected exactly one line, got:\n{stderr}");
@@ -224,7 +377,8 @@ async fn bad_flags_and_broken_kubeconfigs_end_with_one_line() {
     assert!(one_line(&stderr).contains("cannot read --kubeconfig"));
 }
 
-pub(crate) fn tempdir(name: &str) -> std::path::PathBuf {
+/// A fresh directory `name` of this test process under the system temp dir.
+fn tempdir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sp-standard-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -275,25 +429,17 @@ async fn credentials(env: &TestEnv) -> Vec<String> {
 async fn logs_never_show_credentials_and_sigterm_stops_the_process() {
     const NAMESPACE: &str = "project-logs--ws-a";
     let env = common::env::<Velero>(common::velero_config(), &[(NAMESPACE, "logged")]).await;
-    let dir = tempdir("logs");
-    let kubeconfig = dir.join("provider.kubeconfig");
-    std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
-    let mut process = Provider::spawn(
+    let mut process = Provider::run(
         "velero",
+        &env,
         &[
-            "run",
             "--verbosity",
             "DEBUG",
-            "--provider-name",
-            "velero",
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
             "--metrics-bind-address",
             "127.0.0.1:0",
             "--health-probe-bind-address",
             "127.0.0.1:0",
         ],
-        &[("POD_NAMESPACE", env.pod_namespace())],
     );
     let cp = ControlPlaneRef::new(NAMESPACE, "logged");
     common::create::<Velero>(&env, &cp, json!({ "version": "1.15.0" })).await;
@@ -344,24 +490,7 @@ async fn logs_never_show_credentials_and_sigterm_stops_the_process() {
 async fn sigterm_lets_a_running_reconcile_finish() {
     const NAMESPACE: &str = "project-sigterm--ws-a";
     let env = common::env::<Flaky>(json!({}), &[(NAMESPACE, "slow")]).await;
-    let dir = tempdir("sigterm");
-    let kubeconfig = dir.join("provider.kubeconfig");
-    std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
-    let mut process = Provider::spawn(
-        "flaky",
-        &[
-            "run",
-            "--provider-name",
-            "flaky",
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--metrics-bind-address",
-            "0",
-            "--health-probe-bind-address",
-            "0",
-        ],
-        &[("POD_NAMESPACE", env.pod_namespace())],
-    );
+    let mut process = Provider::run("flaky", &env, &[]);
     let cp = ControlPlaneRef::new(NAMESPACE, "slow");
     common::create::<Flaky>(&env, &cp, json!({ "delaySeconds": 3 })).await;
     let mcp = env.mcp(&cp).expect("the MCP cluster");
@@ -413,9 +542,7 @@ async fn init_installs_the_crds_and_registers_the_service_api() {
     .await
     .unwrap();
 
-    let dir = tempdir("init");
-    let kubeconfig = dir.join("provider.kubeconfig");
-    std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
+    let kubeconfig = provider_kubeconfig(&env);
     let args = [
         "init",
         "--environment",
@@ -576,57 +703,14 @@ async fn init_installs_the_crds_and_registers_the_service_api() {
 async fn the_operators_command_lines_start_and_serve() {
     const NAMESPACE: &str = "project-operated--ws-a";
     let env = common::env::<Velero>(common::velero_config(), &[(NAMESPACE, "operated")]).await;
-    let dir = tempdir("operator");
-    let kubeconfig = dir.join("provider.kubeconfig");
-    std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
-    let kubeconfig_list = std::env::join_paths([dir.join("absent.kubeconfig"), kubeconfig.clone()])
-        .unwrap()
-        .into_string()
-        .unwrap();
-    let process_env = |pod: &str| {
-        let mut vars = common::operator_env(pod, env.pod_namespace(), "sp-velero");
-        vars.push(("KUBECONFIG".into(), kubeconfig_list.clone()));
-        vars
-    };
-    let init_env = process_env("sp-velero-init-x7k2p");
-    let init_env: Vec<(&str, &str)> = init_env
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let init_args = common::operator_init_args(&[], "test", "INFO", "velero");
-    let init_args: Vec<&str> = init_args.iter().map(String::as_str).collect();
-    let (status, stderr) = run_to_end("velero", &init_args, &init_env).await;
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "init failed:
-{stderr}"
-    );
-
-    // The probe port comes from the ServiceProvider's runCommand (the operator appends after
-    // it), so that parallel tests on this machine never share :8081.
-    let probe_port = common::free_port();
-    let metrics_port = common::free_port();
-    let probe_flag = format!("--health-probe-bind-address=:{probe_port}");
-    let run_args = common::operator_run_args(
-        &["run", &probe_flag],
-        "test",
-        "INFO",
-        "velero",
-        2,
-        Some(metrics_port),
-    );
-    assert!(run_args.contains(&"--metrics-secure=false".to_owned()));
-    let run_args: Vec<&str> = run_args.iter().map(String::as_str).collect();
-    let run_env = process_env("sp-velero-6d5f8b7c9-q2w4e");
-    let run_env: Vec<(&str, &str)> = run_env
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let mut process = Provider::spawn("velero", &run_args, &run_env);
-
-    let probes: std::net::SocketAddr = ([127, 0, 0, 1], probe_port).into();
-    let metrics: std::net::SocketAddr = ([127, 0, 0, 1], metrics_port).into();
+    let operated = Operated::new("velero", &env);
+    let (status, stderr) = operated.init().await;
+    assert_eq!(status.code(), Some(0), "init failed:\n{stderr}");
+    let Deployed {
+        mut process,
+        probes,
+        metrics,
+    } = operated.run("sp-velero-6d5f8b7c9-q2w4e", 2);
     let cp = ControlPlaneRef::new(NAMESPACE, "operated");
     common::create::<Velero>(&env, &cp, json!({ "version": "1.15.0" })).await;
     common::wait(
@@ -645,7 +729,7 @@ async fn the_operators_command_lines_start_and_serve() {
     let body = common::http_get(metrics, "/metrics").await.unwrap();
     assert!(
         body.starts_with("HTTP/1.1 200") && body.contains("# TYPE") && body.contains("# EOF"),
-        "plain-HTTP metrics on :{metrics_port}:\n{body}"
+        "plain-HTTP metrics on {metrics}:\n{body}"
     );
     // --leader-elect=true: the Lease where a Go provider's manager holds it — the onboarding
     // cluster, the pod's namespace — held by this pod.
@@ -670,9 +754,7 @@ async fn the_operators_command_lines_start_and_serve() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn init_uses_the_go_providers_onboarding_controller_name() {
     let env = common::env::<Velero>(common::velero_config(), &[]).await;
-    let dir = tempdir("init-go-names");
-    let kubeconfig = dir.join("provider.kubeconfig");
-    std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
+    let kubeconfig = provider_kubeconfig(&env);
     let name = format!("{GO_VELERO_CONTROLLER}--onboarding-init");
     let crs: Api<ClusterRequest> = Api::namespaced(env.platform().client(), env.pod_namespace());
     // The ClusterRequest the Go provider's init created (its spec is immutable, so reusing it is
@@ -689,7 +771,7 @@ async fn init_uses_the_go_providers_onboarding_controller_name() {
     }))
     .unwrap();
     crs.create(&Default::default(), &go_request).await.unwrap();
-    let args = common::operator_init_args(&[], "test", "INFO", "velero");
+    let args = operator_args(&["init"], "velero");
     let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
     args.extend(["--kubeconfig", kubeconfig.to_str().unwrap()]);
     let (status, stderr) = run_to_end(

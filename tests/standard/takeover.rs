@@ -37,7 +37,7 @@ use service_provider::openmcp::{
 use service_provider::prelude::*;
 
 use crate::common::{self, TIMEOUT};
-use crate::process::{Provider, run_to_end, tempdir};
+use crate::process::{Deployed, Operated};
 
 /// The template's Go provider, written with this framework.
 #[service_provider(
@@ -537,22 +537,8 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
 
     // ---- The Rust provider, as the operator starts it: the init Job, then a Deployment of two
     // replicas, with the platform cluster from KUBECONFIG.
-    let dir = tempdir("takeover");
-    let kubeconfig = dir.join("provider.kubeconfig");
-    std::fs::write(&kubeconfig, env.provider().unwrap().platform_kubeconfig()).unwrap();
-    let process_env = |pod: &str| {
-        let mut vars = common::operator_env(pod, env.pod_namespace(), "sp-foo");
-        vars.push(("KUBECONFIG".into(), kubeconfig.to_str().unwrap().to_owned()));
-        vars
-    };
-    let init_env = process_env("sp-foo-init-8x2qv");
-    let init_env: Vec<(&str, &str)> = init_env
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let init_args = common::operator_init_args(&[], "test", "INFO", PROVIDER);
-    let init_args: Vec<&str> = init_args.iter().map(String::as_str).collect();
-    let (status, stderr) = run_to_end("takeover", &init_args, &init_env).await;
+    let operated = Operated::new("takeover", &env);
+    let (status, stderr) = operated.init().await;
     assert_eq!(status.code(), Some(0), "init failed:\n{stderr}");
     // The Go CRD was found and updated, not joined by a second one for the same kind.
     let foo_crds: Vec<String> = onboarding_crds
@@ -565,24 +551,11 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
         .collect();
     assert_eq!(foo_crds, [format!("foos.{GROUP}")]);
 
-    let probe_port = common::free_port();
-    let metrics_port = common::free_port();
-    let probe_flag = format!("--health-probe-bind-address=:{probe_port}");
-    let run_args = common::operator_run_args(
-        &["run", &probe_flag],
-        "test",
-        "INFO",
-        PROVIDER,
-        2,
-        Some(metrics_port),
-    );
-    let run_args: Vec<&str> = run_args.iter().map(String::as_str).collect();
-    let run_env = process_env("sp-foo-7d4c8b9f6-w5n3p");
-    let run_env: Vec<(&str, &str)> = run_env
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let mut process = Provider::spawn("takeover", &run_args, &run_env);
+    let Deployed {
+        mut process,
+        metrics,
+        ..
+    } = operated.run("sp-foo-7d4c8b9f6-w5n3p", 2);
 
     // ---- It waits for the Lease: up, campaigning, and through two more Go renewals (longer
     // than its retry period) it has reconciled nothing and written nothing.
@@ -597,7 +570,6 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
         async move { (renewals.load(Ordering::SeqCst) >= seen + 2).then_some(()) }
     })
     .await;
-    let metrics: std::net::SocketAddr = ([127, 0, 0, 1], metrics_port).into();
     let page = common::http_get(metrics, "/metrics").await.unwrap();
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert_eq!(
