@@ -689,6 +689,16 @@ impl<'a> ClusterApi<'a> {
                     Value::String(meta::now_rfc3339()),
                 );
                 m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                // Marking an object deleted is a change of its desired state: its generation,
+                // where it has one, moves on so that controllers comparing observedGeneration
+                // see it (generic registry `markAsDeleting`).
+                if let Some(g) = m
+                    .get("generation")
+                    .and_then(Value::as_i64)
+                    .filter(|g| *g > 0)
+                {
+                    m.insert("generation".into(), json!(g + 1));
+                }
             }
             if info.strategy == Strategy::Namespace {
                 v["status"]["phase"] = json!("Terminating");

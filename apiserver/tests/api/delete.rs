@@ -334,3 +334,57 @@ async fn delete_collection_and_preconditions() {
     );
     assert!(api.get("c").await.is_ok(), "dry run deletes nothing");
 }
+
+/// Marking an object with a generation deleted bumps the generation, once, so that controllers
+/// comparing `status.observedGeneration` see the deletion; objects without one get none.
+#[tokio::test]
+async fn a_pending_deletion_moves_the_generation_on() {
+    let c = cluster().await;
+    let client = c.client();
+    install_widgets(&client).await;
+    let api = widgets(&client, "default");
+    let mut w = widget("held", 1);
+    w.metadata.finalizers = Some(vec!["example.com/cleanup".into()]);
+    let created = api.create(&PostParams::default(), &w).await.unwrap();
+    assert_eq!(created.metadata.generation, Some(1));
+    let pending = api
+        .delete("held", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("pending");
+    assert!(pending.metadata.deletion_timestamp.is_some());
+    assert_eq!(pending.metadata.generation, Some(2));
+    api.delete("held", &DeleteParams::default()).await.unwrap();
+    assert_eq!(api.get("held").await.unwrap().metadata.generation, Some(2));
+
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::default_namespaced(client.clone());
+    let d = serde_json::from_value(json!({"metadata": {"name": "d", "finalizers": ["example.com/cleanup"]},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &d)
+        .await
+        .unwrap();
+    let pending = deployments
+        .delete("d", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("pending");
+    assert_eq!(pending.metadata.generation, Some(2));
+
+    let cms: Api<ConfigMap> = Api::default_namespaced(client);
+    let mut obj = cm("no-generation");
+    obj.metadata.finalizers = Some(vec!["example.com/cleanup".into()]);
+    cms.create(&PostParams::default(), &obj).await.unwrap();
+    let pending = cms
+        .delete("no-generation", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("pending");
+    assert_eq!(pending.metadata.generation, None);
+}
