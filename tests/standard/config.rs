@@ -9,7 +9,8 @@ use serde_json::json;
 use service_provider::dev::ControlPlaneRef;
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
-use service_provider::{Identity, Mode, ServiceProvider};
+use service_provider::testing::{TestError, TestPlatform};
+use service_provider::{Mode, ServiceProvider};
 use service_provider_runtime::ops::metrics::ReconcileResult;
 
 use crate::common::{self, TIMEOUT};
@@ -117,49 +118,38 @@ async fn invalid_version_is_reported_not_retried_and_healed_by_the_provider_conf
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_provider_config_change_reconciles_every_object() {
-    let names = ["one", "two", "three"];
-    let cps: Vec<(&str, &str)> = names.iter().map(|n| (NAMESPACE, *n)).collect();
-    let env = common::env::<Velero>(common::velero_config(), &cps).await;
-    let runtime = common::start::<Velero>(&env, |_| {}).await;
-    for name in names {
-        common::create::<Velero>(
-            &env,
-            &ControlPlaneRef::new(NAMESPACE, name),
-            json!({ "version": "1.15.0" }),
-        )
-        .await;
+async fn a_provider_config_change_reconciles_every_object() -> Result<(), TestError> {
+    common::logs();
+    let mut config = common::velero_config();
+    let platform = TestPlatform::<Velero>::builder()
+        .provider_config(&config)
+        .modes([Mode::Standard])
+        .timeout(TIMEOUT)
+        .start()
+        .await?;
+    let mut tenants = Vec::new();
+    for name in ["one", "two", "three"] {
+        let key = format!("{NAMESPACE}/{name}");
+        tenants.push(
+            platform
+                .create_tenant(&key, json!({ "version": "1.15.0" }))
+                .await?,
+        );
     }
-    for name in names {
-        common::wait(
-            &common::objects::<Velero>(&env, &ControlPlaneRef::new(NAMESPACE, name)),
-            name,
-            common::ready::<Velero>,
-        )
-        .await;
+    for tenant in &tenants {
+        tenant.wait_ready().await?;
     }
-    provider_configs(&env)
-        .patch(
-            "velero",
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "spec": { "imageRepository": "mirror.test/velero" } })),
-        )
-        .await
-        .unwrap();
-    let workload = env
-        .workload_clusters()
-        .into_iter()
-        .next()
-        .expect("a workload cluster");
-    common::eventually("every worker to use the new repository", TIMEOUT, || {
-        let workload = workload.clone();
-        async move {
-            for name in names {
-                let ns = format!("velero-{}", Identity::standard(NAMESPACE, name).stable_id());
-                let deployment = Api::<Deployment>::namespaced(workload.client(), &ns)
-                    .get("velero")
-                    .await
-                    .ok()?;
+    config["imageRepository"] = json!("mirror.test/velero");
+    platform.set_provider_config(&config).await?;
+    let workload = tenants[0].workload().await?;
+    service_provider::testing::eventually(
+        "every worker to use the new repository",
+        TIMEOUT,
+        || async {
+            for tenant in &tenants {
+                let ns = format!("velero-{}", tenant.identity().stable_id());
+                let deployment: Deployment =
+                    workload.get_opt(&format!("{ns}/velero")).await.ok()??;
                 let image = deployment
                     .spec
                     .template
@@ -173,10 +163,11 @@ async fn a_provider_config_change_reconciles_every_object() {
                 }
             }
             Some(())
-        }
-    })
-    .await;
-    common::stop(runtime).await;
+        },
+    )
+    .await?;
+    platform.stop().await;
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,14 +6,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
-use service_provider::dev::ControlPlaneRef;
-use service_provider::kube::Api;
-use service_provider::kube::api::DeleteParams;
 use service_provider::openmcp::AccessRequest;
 use service_provider::openmcp::naming::{
     request_labels, stable_mcp_namespace, stable_request_name,
 };
 use service_provider::prelude::*;
+use service_provider::testing::{TestError, TestPlatform};
 
 use crate::common;
 
@@ -45,28 +43,33 @@ impl Reconcile for LongNamed {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_long_named_tenant_gets_access_and_an_optional_workload_does_not_skip_delete() {
+async fn a_long_named_tenant_gets_access_and_an_optional_workload_does_not_skip_delete()
+-> Result<(), TestError> {
     // A 63-character name in a 63-character namespace; no workload block in the ProviderConfig.
     let namespace = format!("project-long--ws-{}", "n".repeat(46));
     let name = format!("tenant-{}", "l".repeat(56));
     assert_eq!((namespace.len(), name.len()), (63, 63));
-    let env =
-        common::env::<LongNamed>(json!({ "pollInterval": "1m" }), &[(&namespace, &name)]).await;
-    let provider = env.provider().expect("a provider").name().to_owned();
-
-    let runtime = common::start::<LongNamed>(&env, |_| {}).await;
-    let cp = ControlPlaneRef::new(&namespace, &name);
-    common::create::<LongNamed>(&env, &cp, json!({})).await;
-    let objects = common::objects::<LongNamed>(&env, &cp);
-    common::wait(&objects, &name, common::ready::<LongNamed>).await;
+    common::logs();
+    let platform = TestPlatform::<LongNamed>::builder()
+        .provider_config(json!({ "pollInterval": "1m" }))
+        .timeout(common::TIMEOUT)
+        .start()
+        .await?;
+    let provider = platform.provider_name();
+    let tenant = platform
+        .create_tenant(&format!("{namespace}/{name}"), json!({}))
+        .await?;
+    tenant.wait_ready().await?;
 
     // The request carries Go's labels, every value at most 63 characters.
-    let platform_ns = stable_mcp_namespace(&name, &namespace).unwrap();
-    let ar_name = stable_request_name(&provider, &name, "mcp").unwrap();
-    let ars = Api::<AccessRequest>::namespaced(env.platform().client(), &platform_ns);
-    let ar = ars.get(&ar_name).await.expect("the tenant's AccessRequest");
+    let ar_key = format!(
+        "{}/{}",
+        stable_mcp_namespace(&name, &namespace).unwrap(),
+        stable_request_name(provider, &name, "mcp").unwrap()
+    );
+    let ar: AccessRequest = platform.platform().get(&ar_key).await?;
     let labels = ar.metadata.labels.unwrap_or_default();
-    for (key, value) in request_labels(&provider, &namespace, &name, "mcp") {
+    for (key, value) in request_labels(provider, &namespace, &name, "mcp") {
         assert!(value.len() <= 63, "{key}={value}");
         assert_eq!(labels.get(&key), Some(&value), "label {key}");
     }
@@ -74,12 +77,13 @@ async fn a_long_named_tenant_gets_access_and_an_optional_workload_does_not_skip_
     // Deleted cleanly: `delete` runs (an optional workload cluster nobody asked for is not
     // "access already gone"), the access is given back, the finalizer goes.
     let before = DELETED.load(Ordering::SeqCst);
-    objects
-        .delete(&name, &DeleteParams::default())
-        .await
-        .unwrap();
-    common::wait(&objects, &name, |o: Option<&LongNamed>| o.is_none()).await;
+    tenant.delete().await?;
+    tenant.wait_gone().await?;
     assert_eq!(DELETED.load(Ordering::SeqCst) - before, 1);
-    common::wait(&ars, &ar_name, |o: Option<&AccessRequest>| o.is_none()).await;
-    common::stop(runtime).await;
+    platform
+        .platform()
+        .wait_gone::<AccessRequest>(&ar_key)
+        .await?;
+    platform.stop().await;
+    Ok(())
 }
