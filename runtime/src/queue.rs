@@ -131,12 +131,18 @@ impl<K: Clone + Eq + Hash + Ord> State<K> {
         }
     }
 
+    /// Delays `key` until `at`, unless it is delayed until earlier already.
     fn schedule(&mut self, key: K, at: Instant) {
         if let Some((existing, _)) = self.deadline.get(&key)
             && *existing <= at
         {
             return;
         }
+        self.reschedule(key, at);
+    }
+
+    /// Delays `key` until `at`, whatever its delay was.
+    fn reschedule(&mut self, key: K, at: Instant) {
         self.cancel_delay(&key);
         self.seq += 1;
         self.deadline.insert(key.clone(), (at, self.seq));
@@ -280,7 +286,21 @@ impl<K: Clone + Eq + Hash + Ord + Send + 'static> Queue<K> {
 
     /// Reconcile `key` after `delay`, unless it is already due earlier.
     pub fn trigger_after(&self, key: K, delay: Duration) {
+        self.delay(key, delay, false);
+    }
+
+    /// Reconcile `key` after `delay`, replacing its pending delay whether that was earlier or
+    /// later: for a deadline that moves, such as a token's refresh time. A key already due stays
+    /// due.
+    pub fn reschedule_after(&self, key: K, delay: Duration) {
+        self.delay(key, delay, true);
+    }
+
+    fn delay(&self, key: K, delay: Duration, replace: bool) {
         if delay.is_zero() {
+            if replace {
+                self.lock().cancel_delay(&key);
+            }
             return self.trigger(key);
         }
         {
@@ -289,7 +309,11 @@ impl<K: Clone + Eq + Hash + Ord + Send + 'static> Queue<K> {
                 return;
             }
             let at = Instant::now() + delay;
-            state.schedule(key, at);
+            if replace {
+                state.reschedule(key, at);
+            } else {
+                state.schedule(key, at);
+            }
             if let Some(metrics) = &state.metrics {
                 metrics.retried();
             }
@@ -570,6 +594,28 @@ mod tests {
             None,
             "the later deadline was merged away"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reschedule_moves_a_delay_either_way_and_each_key_comes_once_when_due() {
+        let q = queue();
+        let start = Instant::now();
+        q.trigger_after("b".into(), Duration::from_secs(20));
+        q.trigger_after("a".into(), Duration::from_secs(10));
+        q.trigger_after("c".into(), Duration::from_secs(30));
+        q.forget(&"c".into());
+        q.reschedule_after("b".into(), Duration::from_secs(5));
+        q.trigger_after("d".into(), Duration::from_secs(1));
+        q.reschedule_after("d".into(), Duration::from_secs(15));
+        // Which key came, after how many seconds.
+        let mut came = Vec::new();
+        while let Ok(Some(key)) = tokio::time::timeout(Duration::from_secs(60), q.next()).await {
+            q.done(&key, Requeue::Never);
+            came.push((key, start.elapsed().as_secs()));
+        }
+        let came: Vec<(&str, u64)> = came.iter().map(|(k, s)| (k.as_str(), *s)).collect();
+        assert_eq!(came, [("b", 5), ("a", 10), ("d", 15)]);
+        assert_eq!(q.depth(), 0);
     }
 
     #[tokio::test(start_paused = true)]

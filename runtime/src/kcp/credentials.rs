@@ -19,7 +19,7 @@
 //! One token per workspace until it is refreshed: a reconcile that finds a valid token makes no
 //! API call.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -28,7 +28,6 @@ use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::access::clients::ScopedService;
@@ -40,6 +39,7 @@ use crate::kcp::guard::{OnUnauthorized, guarded_client};
 use crate::kcp::provider_workspace::{ProviderWorkspace, Subject};
 use crate::kcp::settings::WorkspaceCredentials;
 use crate::openmcp::constants::MANAGED_BY_LABEL;
+use crate::queue::{BackoffPolicy, Queue, Requeue};
 
 /// Namespace of the runtime's ServiceAccount in each consumer workspace.
 pub const ACCESS_NAMESPACE: &str = "openmcp-system";
@@ -97,7 +97,8 @@ pub struct Credentials {
     mode: WorkspaceCredentials,
     kubeconfigs: KubeconfigStore,
     slots: Mutex<HashMap<String, Slot>>,
-    refresh: Schedule,
+    /// Workspaces by when their token falls due for refresh.
+    refresh: Queue<String>,
     minted: AtomicU64,
 }
 
@@ -117,7 +118,7 @@ impl Credentials {
             mode,
             kubeconfigs,
             slots: Mutex::new(HashMap::new()),
-            refresh: Schedule::default(),
+            refresh: Queue::new(BackoffPolicy::default()),
             minted: AtomicU64::new(0),
         }
     }
@@ -136,9 +137,12 @@ impl Credentials {
         &self.names
     }
 
-    /// Workspaces whose token is due for refresh, as they fall due.
-    pub fn schedule(&self) -> &Schedule {
-        &self.refresh
+    /// Calls `due` with each workspace as its token falls due for refresh, until dropped.
+    pub async fn run_refresh(&self, due: impl Fn(&str)) {
+        while let Some(cluster) = self.refresh.next().await {
+            due(&cluster);
+            self.refresh.done(&cluster, Requeue::Never);
+        }
     }
 
     /// Access to workspace `cluster` for `owner`: from a valid token without any API call, else
@@ -251,7 +255,7 @@ impl Credentials {
         if released {
             return Ok(true);
         }
-        self.refresh.cancel(cluster);
+        self.refresh.forget(&cluster.to_owned());
         let mut through_vw = false;
         if let Some(vw) = vw {
             match self.delete_all(&vw, true).await {
@@ -295,7 +299,7 @@ impl Credentials {
 
     /// Forgets workspace `cluster` (no object there is served any more).
     pub fn forget(&self, cluster: &str) {
-        self.refresh.cancel(cluster);
+        self.refresh.forget(&cluster.to_owned());
         self.slots().remove(cluster);
     }
 
@@ -315,14 +319,16 @@ impl Credentials {
             match self.request_token(cluster, *lifetime).await {
                 Ok((token, valid_for)) => {
                     self.minted.fetch_add(1, Ordering::Relaxed);
-                    let refresh_at = Instant::now() + valid_for.mul_f64(0.8);
+                    let refresh_in = valid_for.mul_f64(0.8);
                     let minted = Minted {
                         token: token.into(),
-                        refresh_at,
+                        refresh_at: Instant::now() + refresh_in,
                     };
                     self.slots().entry(cluster.to_owned()).or_default().minted =
                         Some(minted.clone());
-                    self.refresh.schedule(cluster, refresh_at);
+                    // A token minted early (after a 401) moves the refresh later.
+                    self.refresh
+                        .reschedule_after(cluster.to_owned(), refresh_in);
                     tracing::debug!(
                         workspace = cluster,
                         valid_for_s = valid_for.as_secs(),
@@ -504,117 +510,9 @@ where
     }
 }
 
-/// When each workspace's token falls due for refresh: one timer for all of them.
-#[derive(Default)]
-pub struct Schedule {
-    inner: Mutex<ScheduleState>,
-    changed: Notify,
-}
-
-#[derive(Default)]
-struct ScheduleState {
-    due: BTreeSet<(Instant, String)>,
-    by_key: HashMap<String, Instant>,
-}
-
-impl Schedule {
-    fn lock(&self) -> MutexGuard<'_, ScheduleState> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// `key` falls due at `at` (replacing an earlier schedule).
-    pub fn schedule(&self, key: &str, at: Instant) {
-        {
-            let mut state = self.lock();
-            if let Some(old) = state.by_key.insert(key.to_owned(), at) {
-                state.due.remove(&(old, key.to_owned()));
-            }
-            state.due.insert((at, key.to_owned()));
-        }
-        self.changed.notify_one();
-    }
-
-    /// `key` no longer falls due.
-    pub fn cancel(&self, key: &str) {
-        let mut state = self.lock();
-        if let Some(old) = state.by_key.remove(key) {
-            state.due.remove(&(old, key.to_owned()));
-        }
-    }
-
-    /// How many keys are scheduled.
-    pub fn len(&self) -> usize {
-        self.lock().by_key.len()
-    }
-
-    /// Whether nothing is scheduled.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Calls `due` with every key as it falls due, forever.
-    pub async fn run(&self, due: impl Fn(String)) {
-        loop {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let next = {
-                let mut state = self.lock();
-                let now = Instant::now();
-                while let Some((at, key)) = state.due.first().cloned() {
-                    if at > now {
-                        break;
-                    }
-                    state.due.pop_first();
-                    state.by_key.remove(&key);
-                    drop(state);
-                    due(key);
-                    state = self.lock();
-                }
-                state.due.first().map(|(at, _)| *at)
-            };
-            match next {
-                Some(at) => {
-                    tokio::select! {
-                        _ = tokio::time::sleep_until(at) => {}
-                        _ = &mut notified => {}
-                    }
-                }
-                None => notified.await,
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn the_schedule_fires_each_key_once_when_due() {
-        let schedule = Arc::new(Schedule::default());
-        let fired = Arc::new(Mutex::new(Vec::new()));
-        let runner = {
-            let schedule = schedule.clone();
-            let fired = fired.clone();
-            tokio::spawn(async move {
-                schedule
-                    .run(move |key| fired.lock().unwrap().push(key))
-                    .await
-            })
-        };
-        let now = Instant::now();
-        schedule.schedule("b", now + Duration::from_secs(20));
-        schedule.schedule("a", now + Duration::from_secs(10));
-        schedule.schedule("c", now + Duration::from_secs(30));
-        schedule.cancel("c");
-        // Rescheduling moves a key.
-        schedule.schedule("b", now + Duration::from_secs(5));
-        tokio::time::sleep(Duration::from_secs(60)).await;
-        assert_eq!(*fired.lock().unwrap(), ["b", "a"]);
-        assert!(schedule.is_empty());
-        runner.abort();
-    }
 
     #[test]
     fn names_are_derived_from_the_provider() {

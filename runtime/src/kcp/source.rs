@@ -258,8 +258,7 @@ impl<P: ServiceProvider> KcpSource<P> {
             async move {
                 let credentials = this.credentials.clone();
                 credentials
-                    .schedule()
-                    .run(|cluster| this.refresh_due(&cluster))
+                    .run_refresh(|cluster| this.refresh_due(cluster))
                     .await;
             }
         };
