@@ -58,10 +58,10 @@ pub use builtin::{
     builtin_definitions, builtin_schema,
 };
 pub use crd::validate_crd;
-pub(crate) use errors::go_string_slice;
 pub use errors::{
     BadValue, FieldError, Reason, aggregate, invalid_message, invalid_status, qualified_kind,
 };
+pub(crate) use errors::{go_string_slice, key};
 pub(crate) use formats::parse_go_duration;
 pub use objectmeta::{NameRule, validate_object_meta, validate_type_meta};
 pub(crate) use objectmeta::{dns1123_label, dns1123_subdomain, qualified_name};

@@ -1,7 +1,8 @@
 //! kube-apiserver's kind-specific validation of the built-ins providers write, beyond what their
 //! OpenAPI schemas say: immutable fields, selectors that must match their pod templates, port
-//! ranges, Service rules and NodePort allocation, Events' required fields, and the `[]byte` fields
-//! whose base64 the decoder refuses.
+//! ranges, Service rules and NodePort allocation, the keys of Secrets' well-known types, CronJob
+//! schedules and time zones, Events' required fields, and the `[]byte` fields whose base64 the
+//! decoder refuses.
 //!
 //! The per-kind rules are data ([`RULES`]); the few checks that need code are functions named in
 //! the table. Messages and field paths follow the Go code cited at each rule, so that `kubectl`
@@ -14,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::error::go_quote;
 use crate::registry::ResourceInfo;
 use crate::schema::{BadValue, FieldError};
-use crate::schema::{dns1123_label, dns1123_subdomain, go_string_slice, qualified_name};
+use crate::schema::{dns1123_label, dns1123_subdomain, go_string_slice, key, qualified_name};
 
 /// `FieldImmutableErrorMsg` (apimachinery/pkg/api/validation/generic.go).
 const IMMUTABLE: &str = "field is immutable";
@@ -93,7 +94,8 @@ const ALWAYS: &[&str] = &["Always"];
 
 /// The rules, per (group, resource). Sources, all in kubernetes/kubernetes:
 /// - configmaps, secrets: pkg/apis/core/validation/validation.go `ValidateConfigMapUpdate`,
-///   `ValidateSecretUpdate` (type immutable, data frozen when `immutable`);
+///   `ValidateSecretUpdate` (type immutable, data frozen when `immutable`), `ValidateSecret`
+///   (data keys, size, the keys of each well-known type);
 /// - services: `ValidateService`, `validateServicePort`, `ValidateServiceUpdate`
 ///   (`validateUpgradeDowngradeClusterIPs`); NodePorts: pkg/registry/core/service/storage
 ///   (allocator), see [`allocate_node_ports`];
@@ -105,7 +107,8 @@ const ALWAYS: &[&str] = &["Always"];
 /// - statefulsets: `ValidateStatefulSetSpec`, `ValidateStatefulSetUpdate`;
 /// - jobs, cronjobs: pkg/apis/batch/validation/validation.go `validateJobSpec`,
 ///   `ValidateJobSpecUpdate` (selector, completionMode, template), `ValidateCronJobCreate`
-///   (name length);
+///   (name length), `validateCronJobSpec` (`validateScheduleFormat` with robfig/cron's
+///   `ParseStandard`, `validateTimeZone`);
 /// - storageclasses: pkg/apis/storage/validation/validation.go `ValidateStorageClassUpdate`;
 /// - events.k8s.io events: pkg/apis/core/validation/events.go `ValidateEventCreate`.
 const RULES: &[Rules] = &[
@@ -118,6 +121,7 @@ const RULES: &[Rules] = &[
         resource: "secrets",
         immutable: &[("/type", "type", Shown::Str)],
         frozen: &[("/data", "data")],
+        check: Some(secret),
         ..NONE
     },
     Rules {
@@ -254,15 +258,31 @@ const RULES: &[Rules] = &[
 ];
 
 /// `[]byte` fields of built-ins: the JSON decoder refuses their values unless they are standard
-/// base64 (a 400, before any validation). JSON pointer, and whether it is a map of them.
-const BYTE_FIELDS: &[(&str, &str, &str, bool)] = &[
-    ("", "secrets", "/data", true),
-    ("", "configmaps", "/binaryData", true),
+/// base64 (a 400, before any validation). Group, resource, and where the fields are: a JSON
+/// pointer in which `*` stands for every member of an object or array.
+const BYTE_FIELDS: &[(&str, &str, &str)] = &[
+    ("", "secrets", "/data/*"),
+    ("", "configmaps", "/binaryData/*"),
     (
         "certificates.k8s.io",
         "certificatesigningrequests",
         "/spec/request",
-        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingwebhookconfigurations",
+        "/webhooks/*/clientConfig/caBundle",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+        "/webhooks/*/clientConfig/caBundle",
+    ),
+    ("apiregistration.k8s.io", "apiservices", "/spec/caBundle"),
+    (
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "/spec/conversion/webhook/clientConfig/caBundle",
     ),
 ];
 
@@ -272,21 +292,34 @@ fn rules(info: &ResourceInfo) -> Option<&'static Rules> {
         .find(|r| r.group == info.group && r.resource == info.resource)
 }
 
+/// The values at `path` (segments of a JSON pointer, `*` for every member).
+fn values_at<'v>(v: &'v Value, path: &[&str], out: &mut Vec<&'v Value>) {
+    let Some((first, rest)) = path.split_first() else {
+        out.push(v);
+        return;
+    };
+    match (*first, v) {
+        ("*", Value::Object(m)) => m.values().for_each(|c| values_at(c, rest, out)),
+        ("*", Value::Array(a)) => a.iter().for_each(|c| values_at(c, rest, out)),
+        (k, Value::Object(m)) => {
+            if let Some(c) = m.get(k) {
+                values_at(c, rest, out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Checks the `[]byte` fields of a decoded request body as Go's decoder does: `Err` is the detail
 /// of kube-apiserver's 400 (`illegal base64 data at input byte N`).
 pub(crate) fn check_bytes(info: &ResourceInfo, obj: &Value) -> Result<(), String> {
-    for (group, resource, ptr, map) in BYTE_FIELDS {
+    for (group, resource, ptr) in BYTE_FIELDS {
         if *group != info.group || *resource != info.resource {
             continue;
         }
-        let Some(v) = obj.pointer(ptr) else { continue };
-        let values: Vec<&Value> = if *map {
-            v.as_object()
-                .map(|m| m.values().collect())
-                .unwrap_or_default()
-        } else {
-            vec![v]
-        };
+        let path: Vec<&str> = ptr.trim_start_matches('/').split('/').collect();
+        let mut values = Vec::new();
+        values_at(obj, &path, &mut values);
         for s in values.into_iter().filter_map(Value::as_str) {
             if let Some(at) = go_base64_error(s.as_bytes()) {
                 return Err(format!("illegal base64 data at input byte {at}"));
@@ -717,6 +750,24 @@ fn service(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) {
             ));
         }
         "ExternalName" => {
+            // The cluster IPs and families a Service had before becoming an ExternalName one
+            // are dropped when sent back unchanged (`drop_type_dependent_fields`).
+            let set = |ptr: &str| {
+                obj.pointer(ptr)
+                    .is_some_and(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
+            };
+            for (ptr, field) in [
+                ("/spec/clusterIPs", "spec.clusterIPs"),
+                ("/spec/ipFamilies", "spec.ipFamilies"),
+                ("/spec/ipFamilyPolicy", "spec.ipFamilyPolicy"),
+            ] {
+                if set(ptr) {
+                    errs.push(FieldError::forbidden(
+                        field,
+                        "may not be set for ExternalName services",
+                    ));
+                }
+            }
             let cname = str_at(obj, "/spec/externalName");
             let cname = cname.strip_suffix('.').unwrap_or(cname);
             if cname.is_empty() {
@@ -997,6 +1048,118 @@ pub(crate) fn node_ports(obj: &Value) -> impl Iterator<Item = i64> + '_ {
         .filter(|n| *n != 0)
 }
 
+/// `IsConfigMapKey`: the key of a ConfigMap's or Secret's data, a file name when mounted.
+fn config_map_key(k: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if k.len() > 253 {
+        errs.push("must be no more than 253 characters".to_string());
+    }
+    if k.is_empty()
+        || !k
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        errs.push("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')".to_string());
+    }
+    match k {
+        "." => errs.push("must not be '.'".to_string()),
+        ".." => errs.push("must not be '..'".to_string()),
+        k if k.starts_with("..") => errs.push("must not start with '..'".to_string()),
+        _ => {}
+    }
+    errs
+}
+
+/// `core.MaxSecretSize`.
+const MAX_SECRET_SIZE: usize = 1024 * 1024;
+
+/// `ValidateSecret`: data keys are file names, the data fits in etcd, and each well-known type
+/// has the keys (or annotation) its consumers read.
+fn secret(obj: &Value, _old: Option<&Value>, errs: &mut Vec<FieldError>) {
+    use base64::Engine;
+    let empty = Map::new();
+    let data = obj.get("data").and_then(Value::as_object).unwrap_or(&empty);
+    // The base64 was checked on decoding (`check_bytes`); Go skips newlines in it.
+    let bytes = |k: &str| -> Option<Vec<u8>> {
+        let s: String = data
+            .get(k)?
+            .as_str()?
+            .chars()
+            .filter(|c| *c != '\n' && *c != '\r')
+            .collect();
+        base64::engine::general_purpose::STANDARD.decode(s).ok()
+    };
+    let mut keys: Vec<&String> = data.keys().collect();
+    keys.sort();
+    let mut total = 0;
+    for k in keys {
+        for m in config_map_key(k) {
+            errs.push(FieldError::invalid(
+                &key("data", k),
+                BadValue::str(k.as_str()),
+                m,
+            ));
+        }
+        total += bytes(k).map_or(0, |b| b.len());
+    }
+    if total > MAX_SECRET_SIZE {
+        errs.push(FieldError::too_long("data", Some(MAX_SECRET_SIZE as i64)));
+    }
+    let required = |k: &str| FieldError::required(&key("data", k), "");
+    match str_at(obj, "/type") {
+        "kubernetes.io/service-account-token" => {
+            let annotation = "kubernetes.io/service-account.name";
+            if str_at(
+                obj,
+                &format!("/metadata/annotations/{}", annotation.replace('/', "~1")),
+            )
+            .is_empty()
+            {
+                errs.push(FieldError::required(
+                    &key("metadata.annotations", annotation),
+                    "",
+                ));
+            }
+        }
+        ty @ ("kubernetes.io/dockercfg" | "kubernetes.io/dockerconfigjson") => {
+            let k = if ty == "kubernetes.io/dockercfg" {
+                ".dockercfg"
+            } else {
+                ".dockerconfigjson"
+            };
+            if !data.contains_key(k) {
+                errs.push(required(k));
+            } else if let Some(e) =
+                super::gojson::unmarshal_object_error(&bytes(k).unwrap_or_default())
+            {
+                errs.push(FieldError::invalid(
+                    &key("data", k),
+                    BadValue::str("<secret contents redacted>"),
+                    e,
+                ));
+            }
+        }
+        // Username or password may be empty, but one of them must be there.
+        "kubernetes.io/basic-auth"
+            if !data.contains_key("username") && !data.contains_key("password") =>
+        {
+            errs.push(required("username"));
+            errs.push(required("password"));
+        }
+        "kubernetes.io/ssh-auth" if bytes("ssh-privatekey").is_none_or(|b| b.is_empty()) => {
+            errs.push(required("ssh-privatekey"));
+        }
+        "kubernetes.io/tls" => {
+            for k in ["tls.crt", "tls.key"] {
+                if !data.contains_key(k) {
+                    errs.push(required(k));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// `ValidatePersistentVolumeClaimUpdate`: the spec is immutable but for the volume name (set
 /// once, by the binder), the storage request of a bound claim and the volume attributes class.
 fn pvc(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) {
@@ -1115,18 +1278,88 @@ fn job(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) {
     }
 }
 
-/// `ValidateCronJobCreate`: the name leaves room for the 11 characters of a Job's suffix.
+/// `validateCronJobSpec` (schedule, time zone) and `ValidateCronJobCreate` (the name leaves
+/// room for the 11 characters of a Job's suffix).
 fn cronjob(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) {
-    if old.is_some() {
+    let schedule = str_at(obj, "/spec/schedule");
+    let time_zone = obj.pointer("/spec/timeZone").and_then(Value::as_str);
+    // An absent schedule is the schema's required field; an empty one is kube's.
+    if obj.pointer("/spec/schedule").is_some() && schedule.is_empty() {
+        errs.push(FieldError::required("spec.schedule", ""));
+    } else if !schedule.is_empty() {
+        // validateScheduleFormat: TZ in the schedule is only kept where it already was.
+        let shown = || BadValue::str(schedule);
+        if let Err(m) = super::cron::parse_standard(schedule) {
+            errs.push(FieldError::invalid("spec.schedule", shown(), m));
+        }
+        let tz_allowed = old.is_some_and(|o| str_at(o, "/spec/schedule").contains("TZ"));
+        if schedule.contains("TZ") {
+            if !tz_allowed {
+                errs.push(FieldError::invalid(
+                    "spec.schedule",
+                    shown(),
+                    "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+                ));
+            } else if time_zone.is_some() {
+                errs.push(FieldError::invalid(
+                    "spec.schedule",
+                    shown(),
+                    "cannot use both timeZone field and TZ or CRON_TZ in schedule",
+                ));
+            }
+        }
+    }
+    if let Some(tz) = time_zone {
+        time_zone_errors(tz, errs);
+    }
+    if old.is_none() {
+        let name = crate::meta::meta_str(obj, "name").unwrap_or_default();
+        if name.len() > 52 {
+            errs.push(FieldError::invalid(
+                "metadata.name",
+                BadValue::str(name),
+                "must be no more than 52 characters",
+            ));
+        }
+    }
+}
+
+/// `validateTimeZone`: an IANA name (by its naming rules, then by the time zone database).
+fn time_zone_errors(tz: &str, errs: &mut Vec<FieldError>) {
+    let path = "spec.timeZone";
+    if tz.is_empty() {
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::str(tz),
+            "timeZone must be nil or non-empty string",
+        ));
         return;
     }
-    let name = crate::meta::meta_str(obj, "name").unwrap_or_default();
-    if name.len() > 52 {
+    let valid_part = |p: &str| {
+        p != "."
+            && p != ".."
+            && !p.starts_with('-')
+            && (1..=14).contains(&p.len())
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'+'))
+    };
+    if !tz.split('/').all(valid_part) {
         errs.push(FieldError::invalid(
-            "metadata.name",
-            BadValue::str(name),
-            "must be no more than 52 characters",
+            path,
+            BadValue::str(tz),
+            format!("unknown time zone {tz}"),
         ));
+        return;
+    }
+    if tz.eq_ignore_ascii_case("Local") {
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::str(tz),
+            "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
+        ));
+    }
+    if let Err(m) = super::cron::load_location(tz) {
+        errs.push(FieldError::invalid(path, BadValue::str(tz), m));
     }
 }
 

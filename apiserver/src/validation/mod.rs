@@ -11,6 +11,8 @@ use crate::error::{ApiError, ApiResult, Cause};
 use crate::schema::{FieldError, FieldValidation, ResourceSchema};
 
 pub(crate) mod builtin;
+mod cron;
+mod gojson;
 
 /// The schema of one served resource version.
 #[derive(Debug, Clone)]

@@ -111,13 +111,18 @@ async fn immutable_secrets_and_configmaps_keep_their_data_and_type() {
     })
     .await
     .unwrap_err();
+    // ValidateSecretUpdate validates the new Secret as a whole too: its type's keys are missing.
     assert_eq!(
         causes(e),
-        [cause(
-            "type",
-            "FieldValueInvalid",
-            "Invalid value: \"kubernetes.io/basic-auth\": field is immutable"
-        )]
+        [
+            cause(
+                "type",
+                "FieldValueInvalid",
+                "Invalid value: \"kubernetes.io/basic-auth\": field is immutable"
+            ),
+            cause("data[username]", "FieldValueRequired", "Required value"),
+            cause("data[password]", "FieldValueRequired", "Required value"),
+        ]
     );
 
     let cms = api(
@@ -886,4 +891,343 @@ async fn events_v1_need_their_required_fields() {
             "reportingController": "example.com/ctl", "reportingInstance": "ctl-1", "action": "Sync", "reason": "Synced", "note": "done"})))
         .await
         .unwrap();
+}
+
+/// `ValidateSecret`: each well-known Secret type carries the keys its consumers read, JSON
+/// docker configs are JSON objects, and data keys are file names.
+#[tokio::test]
+async fn secrets_of_well_known_types_carry_their_keys() {
+    let c = cluster().await;
+    let secrets = api(
+        &c.client(),
+        ("", "v1", "Secret"),
+        "secrets",
+        Some("default"),
+    );
+    let create = |name: &str, ty: &str, string_data: Value| {
+        let secret = obj(
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+            "type": ty, "stringData": string_data}),
+        );
+        let secrets = &secrets;
+        async move { secrets.create(&PostParams::default(), &secret).await }
+    };
+    let required = |field: &str| cause(field, "FieldValueRequired", "Required value");
+    let redacted = |field: &str, message: &str| {
+        cause(
+            field,
+            "FieldValueInvalid",
+            &format!("Invalid value: \"<secret contents redacted>\": {message}"),
+        )
+    };
+    for (ty, data, expected) in [
+        (
+            "kubernetes.io/tls",
+            json!({"tls.crt": "cert"}),
+            vec![required("data[tls.key]")],
+        ),
+        (
+            "kubernetes.io/dockerconfigjson",
+            json!({}),
+            vec![required("data[.dockerconfigjson]")],
+        ),
+        (
+            "kubernetes.io/dockerconfigjson",
+            json!({".dockerconfigjson": "{auths: {}}"}),
+            vec![redacted(
+                "data[.dockerconfigjson]",
+                "invalid character 'a' looking for beginning of object key string",
+            )],
+        ),
+        (
+            "kubernetes.io/dockercfg",
+            json!({".dockercfg": "[]"}),
+            vec![redacted(
+                "data[.dockercfg]",
+                "json: cannot unmarshal array into Go value of type map[string]interface {}",
+            )],
+        ),
+        (
+            "kubernetes.io/basic-auth",
+            json!({}),
+            vec![required("data[username]"), required("data[password]")],
+        ),
+        (
+            "kubernetes.io/ssh-auth",
+            json!({"ssh-privatekey": ""}),
+            vec![required("data[ssh-privatekey]")],
+        ),
+        (
+            "kubernetes.io/service-account-token",
+            json!({}),
+            vec![required(
+                "metadata.annotations[kubernetes.io/service-account.name]",
+            )],
+        ),
+        (
+            "Opaque",
+            json!({"a/b": "x"}),
+            vec![cause(
+                "data[a/b]",
+                "FieldValueInvalid",
+                "Invalid value: \"a/b\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+            )],
+        ),
+    ] {
+        let e = create("bad", ty, data).await.unwrap_err();
+        assert_eq!(causes(e), expected, "{ty}");
+    }
+    for (name, ty, data) in [
+        (
+            "tls",
+            "kubernetes.io/tls",
+            json!({"tls.crt": "cert", "tls.key": "key"}),
+        ),
+        (
+            "pull",
+            "kubernetes.io/dockerconfigjson",
+            json!({".dockerconfigjson": "{\"auths\": {}}"}),
+        ),
+        ("basic", "kubernetes.io/basic-auth", json!({"password": ""})),
+        ("custom", "example.com/anything", json!({})),
+    ] {
+        create(name, ty, data).await.unwrap();
+    }
+}
+
+fn cronjob(name: &str, schedule: &str, time_zone: Option<&str>) -> DynamicObject {
+    obj(
+        json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name},
+        "spec": {"schedule": schedule, "timeZone": time_zone, "jobTemplate": {"spec": {"template": {
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+    )
+}
+
+/// `validateScheduleFormat` and `validateTimeZone`: a CronJob's schedule parses as cron does, its
+/// time zone goes in `timeZone`, not the schedule, and names a zone of the IANA database.
+#[tokio::test]
+async fn cronjob_schedules_and_time_zones_must_parse() {
+    let c = cluster().await;
+    let cronjobs = api(
+        &c.client(),
+        ("batch", "v1", "CronJob"),
+        "cronjobs",
+        Some("default"),
+    );
+    let invalid = |field: &str, value: &str, message: &str| {
+        cause(
+            field,
+            "FieldValueInvalid",
+            &format!("Invalid value: \"{value}\": {message}"),
+        )
+    };
+    for (schedule, tz, expected) in [
+        (
+            "61 * * * *",
+            None,
+            vec![invalid(
+                "spec.schedule",
+                "61 * * * *",
+                "end of range (61) above maximum (59): 61",
+            )],
+        ),
+        (
+            "every hour",
+            None,
+            vec![invalid(
+                "spec.schedule",
+                "every hour",
+                "expected exactly 5 fields, found 2: [every hour]",
+            )],
+        ),
+        (
+            "CRON_TZ=UTC 0 * * * *",
+            None,
+            vec![invalid(
+                "spec.schedule",
+                "CRON_TZ=UTC 0 * * * *",
+                "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+            )],
+        ),
+        (
+            "@hourly",
+            Some("Mars/Olympus"),
+            vec![invalid(
+                "spec.timeZone",
+                "Mars/Olympus",
+                "unknown time zone Mars/Olympus",
+            )],
+        ),
+        (
+            "@hourly",
+            Some("Local"),
+            vec![invalid(
+                "spec.timeZone",
+                "Local",
+                "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
+            )],
+        ),
+    ] {
+        let e = cronjobs
+            .create(&PostParams::default(), &cronjob("bad", schedule, tz))
+            .await
+            .unwrap_err();
+        assert_eq!(causes(e), expected, "{schedule} {tz:?}");
+    }
+    for (name, schedule, tz) in [
+        ("hourly", "@hourly", Some("Europe/Berlin")),
+        ("weekdays", "*/15 9-17 * jan-dec MON-FRI", None),
+    ] {
+        cronjobs
+            .create(&PostParams::default(), &cronjob(name, schedule, tz))
+            .await
+            .unwrap();
+    }
+}
+
+/// An ExternalName Service is a DNS name, without the cluster IPs and IP families of other
+/// types; a Service becoming one sheds those it sent back unchanged.
+#[tokio::test]
+async fn external_name_services_have_no_cluster_ips() {
+    let c = cluster().await;
+    let services: Api<Service> = Api::default_namespaced(c.client());
+    let e = services
+        .create(
+            &PostParams::default(),
+            &svc(
+                "ext",
+                json!({"type": "ExternalName", "externalName": "db.example.com", "clusterIP": "10.96.0.5"}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "spec.clusterIPs",
+            "FieldValueForbidden",
+            "Forbidden: may not be set for ExternalName services"
+        )]
+    );
+    let e = services
+        .create(
+            &PostParams::default(),
+            &svc(
+                "ext",
+                json!({"type": "ExternalName", "externalName": "not_a.dns.name."}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    let cs = causes(e);
+    assert_eq!(
+        (cs[0].0.as_str(), cs[0].1.as_str()),
+        ("spec.externalName", "FieldValueInvalid"),
+        "{cs:?}"
+    );
+    assert!(
+        cs[0]
+            .2
+            .starts_with("Invalid value: \"not_a.dns.name\": a lowercase RFC 1123 subdomain"),
+        "{cs:?}"
+    );
+
+    let internal = services
+        .create(
+            &PostParams::default(),
+            &svc("becomes-ext", json!({"ports": [{"port": 80}]})),
+        )
+        .await
+        .unwrap();
+    let mut ext = internal.clone();
+    let spec = ext.spec.as_mut().unwrap();
+    spec.type_ = Some("ExternalName".into());
+    spec.external_name = Some("db.example.com".into());
+    let ext = services
+        .replace("becomes-ext", &PostParams::default(), &ext)
+        .await
+        .unwrap();
+    let spec = ext.spec.unwrap();
+    assert_eq!(
+        (
+            spec.cluster_ip,
+            spec.cluster_ips,
+            spec.ip_families,
+            spec.ip_family_policy
+        ),
+        (None, None, None, None)
+    );
+}
+
+/// `caBundle` is `[]byte`: in JSON it is base64, and the decoder refuses anything else with a
+/// 400 before validation, in webhook configurations and APIServices alike.
+#[tokio::test]
+async fn ca_bundles_that_are_not_base64_are_a_bad_request() {
+    let c = cluster().await;
+    let client = c.client();
+    let webhooks = api(
+        &client,
+        (
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingWebhookConfiguration",
+        ),
+        "validatingwebhookconfigurations",
+        None,
+    );
+    let webhook = |ca: &str| {
+        obj(json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "hooks"},
+            "webhooks": [{"name": "check.example.com", "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "clientConfig": {"url": "https://hooks.example.com/check", "caBundle": ca}}]}))
+    };
+    let s = status(
+        webhooks
+            .create(&PostParams::default(), &webhook("not base64"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (s.code, s.reason.as_str(), s.message.as_str()),
+        (
+            400,
+            "BadRequest",
+            "ValidatingWebhookConfiguration in version \"v1\" cannot be handled as a ValidatingWebhookConfiguration: illegal base64 data at input byte 3"
+        )
+    );
+    webhooks
+        .create(&PostParams::default(), &webhook("Y2E="))
+        .await
+        .unwrap();
+
+    let apiservices = api(
+        &client,
+        ("apiregistration.k8s.io", "v1", "APIService"),
+        "apiservices",
+        None,
+    );
+    let s = status(
+        apiservices
+            .create(
+                &PostParams::default(),
+                &obj(
+                    json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                    "metadata": {"name": "v1.metrics.example.com"},
+                    "spec": {"group": "metrics.example.com", "version": "v1",
+                        "groupPriorityMinimum": 100, "versionPriority": 10,
+                        "service": {"namespace": "default", "name": "metrics"},
+                        "caBundle": "Y2E"}}),
+                ),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (s.code, s.message.as_str()),
+        (
+            400,
+            "APIService in version \"v1\" cannot be handled as a APIService: illegal base64 data at input byte 0"
+        )
+    );
 }
