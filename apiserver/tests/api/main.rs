@@ -9,6 +9,8 @@ mod crud;
 mod delete;
 mod discovery;
 mod faults;
+#[path = "../support/http2.rs"]
+mod http2;
 mod list;
 mod multi;
 mod protobuf;

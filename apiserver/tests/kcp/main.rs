@@ -3,6 +3,8 @@
 
 mod apis;
 mod common;
+#[path = "../support/http2.rs"]
+mod http2;
 mod kubectl;
 mod shards;
 mod tokens;

@@ -313,17 +313,7 @@ async fn nested_workspaces_resolve_and_deleting_a_workspace_removes_its_content(
 #[tokio::test]
 async fn http2_clients_get_routing_errors_as_a_status() {
     let kcp = kcp().await;
-    let dir = std::env::temp_dir().join(format!("sp-kcp-h2-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ca = dir.join("ca.pem");
-    std::fs::write(&ca, kcp.ca_pem().expect("kcp serves TLS")).unwrap();
-    // Larger than a stream's flow-control window, so an early answer comes before the body is sent.
-    let body = dir.join("body.json");
-    std::fs::write(
-        &body,
-        serde_json::to_vec(&json!({"data": "x".repeat(5 << 19)})).unwrap(),
-    )
-    .unwrap();
+    let ca_pem = kcp.ca_pem().expect("kcp serves TLS");
     for (path, code, reason) in [
         (
             "/clusters/root:nope/api/v1/namespaces/default/configmaps",
@@ -332,31 +322,13 @@ async fn http2_clients_get_routing_errors_as_a_status() {
         ),
         ("/services/apiexport/nope", "404", "NotFound"),
     ] {
-        let mut cmd = std::process::Command::new("curl");
-        cmd.args(["-sS", "--http2", "-X", "POST", "--cacert"])
-            .arg(&ca)
-            .args([
-                "-H",
-                &format!("authorization: Bearer {}", kcp.admin_token()),
-            ])
-            .args(["-H", "content-type: application/json", "--data-binary"])
-            .arg(format!("@{}", body.display()))
-            .args(["-w", "\n%{http_code} %{http_version}"])
-            .arg(format!("{}{path}", kcp.url()));
-        let out = tokio::task::spawn_blocking(move || cmd.output())
-            .await
-            .unwrap()
-            .expect("curl runs");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{path}: {stdout} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let (status, got) = stdout.rsplit_once('\n').unwrap();
+        let (got, status) = crate::http2::post_large_body(
+            &format!("{}{path}", kcp.url()),
+            kcp.admin_token(),
+            Some(ca_pem),
+        )
+        .await;
         assert_eq!(got, format!("{code} 2"), "{path}: {status}");
-        let status: Value = serde_json::from_str(status).unwrap();
         assert_eq!(status["reason"], reason, "{status}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
