@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::json;
 use service_provider::kube::api::ObjectMeta;
 use service_provider::prelude::*;
-use service_provider_apiserver::kcp::KcpOptions;
+use service_provider::testing::{TestError, TestPlatform};
 
 use crate::common;
 
@@ -74,20 +74,22 @@ impl Reconcile for Classic {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn workloads_in_a_workspace_are_explained() {
-    let env =
-        common::env::<Classic>(json!({ "pollInterval": "1m" }), 1, KcpOptions::default()).await;
-    let (runtime, _source) =
-        common::start::<Classic>(&env, common::settings::<Classic>(&env), |_| {}).await;
-    let ws = &common::consumers(&env)[0];
-    common::create::<Classic>(&env, ws, "classic", json!({ "replicas": 1 })).await;
-    let api = common::objects::<Classic>(&env, ws);
-    let object = common::wait(&api, "classic", |o: Option<&Classic>| {
-        o.and_then(common::ready_condition)
-            .is_some_and(|(status, _, _)| status == "False")
-    })
-    .await
-    .unwrap();
+async fn workloads_in_a_workspace_are_explained() -> Result<(), TestError> {
+    common::logs();
+    let platform = TestPlatform::<Classic>::builder()
+        .provider_config(json!({ "pollInterval": "1m" }))
+        .modes([Mode::Kcp])
+        .timeout(common::TIMEOUT)
+        .start()
+        .await?;
+    let tenant = platform
+        .create_kcp_tenant("classic", json!({ "replicas": 1 }))
+        .await?;
+    let object = tenant
+        .wait_until("to say its workloads cannot run", |o| {
+            common::ready_condition(o).is_some_and(|(status, _, _)| status == "False")
+        })
+        .await?;
     let (_, reason, message) = common::ready_condition(&object).unwrap();
     assert_eq!(reason, "WorkloadsNotServedInWorkspace", "{message}");
     assert!(
@@ -95,5 +97,6 @@ async fn workloads_in_a_workspace_are_explained() {
         "{message}"
     );
     assert!(message.contains("workload cluster"), "{message}");
-    common::stop(runtime).await;
+    platform.stop().await;
+    Ok(())
 }

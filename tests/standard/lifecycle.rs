@@ -176,15 +176,7 @@ async fn velero_installs_updates_and_uninstalls() -> Result<(), TestError> {
         .get::<Deployment>(&format!("{other_ns}/velero"))
         .await?;
 
-    let env = platform.env();
-    assert_eq!(
-        common::forbidden(env.platform().counters()),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        common::forbidden(env.onboarding().counters()),
-        Vec::<String>::new()
-    );
+    assert_eq!(platform.env().forbidden_requests(), Vec::<String>::new());
     platform.stop().await;
     Ok(())
 }

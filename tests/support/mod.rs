@@ -112,17 +112,6 @@ where
     }
 }
 
-/// Every request a kcp shard answered with 403, by surface, verb and resource: the provider must
-/// never be refused what it needs.
-pub fn forbidden(counters: &service_provider_apiserver::Counters) -> Vec<String> {
-    counters
-        .snapshot()
-        .into_iter()
-        .filter(|(k, _)| k.code == 403)
-        .map(|(k, n)| format!("{} {} {} x{n}", k.cluster, k.verb, k.resource))
-        .collect()
-}
-
 /// A TCP port free on this machine now (for endpoints bound on every interface).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("0.0.0.0:0")

@@ -433,6 +433,40 @@ impl TestEnv {
         self.operator.clusters()
     }
 
+    /// Every request a cluster of this platform (platform, onboarding, MCP and workload
+    /// clusters, kcp shards) answered with 403 Forbidden so far, as `cluster verb resource xN`.
+    /// Empty when the provider, running under its generated RBAC, was never refused anything
+    /// it asked for: what a test asserts to know that the grants the provider declares are
+    /// enough for what it does.
+    ///
+    /// ```no_run
+    /// # fn f(env: &service_provider_runtime::dev::TestEnv) {
+    /// assert_eq!(env.forbidden_requests(), Vec::<String>::new());
+    /// # }
+    /// ```
+    pub fn forbidden_requests(&self) -> Vec<String> {
+        let clusters = self.clusters().into_iter().map(|c| c.handle);
+        let mut counters: Vec<Vec<_>> = [&self.platform, &self.onboarding]
+            .into_iter()
+            .cloned()
+            .chain(clusters)
+            .map(|c| c.counters().snapshot())
+            .collect();
+        if let Some(kcp) = &self.kcp {
+            counters.extend(kcp.kcp().shards().iter().map(|s| s.counters().snapshot()));
+        }
+        // Clusters hosted on one server share its counters (each request keyed by its cluster).
+        let mut forbidden: Vec<String> = counters
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| k.code == 403)
+            .map(|(k, n)| format!("{} {} {} x{n}", k.cluster, k.verb, k.resource))
+            .collect();
+        forbidden.sort();
+        forbidden.dedup();
+        forbidden
+    }
+
     /// Creates a ControlPlane (and its onboarding namespace), waits until it is Ready and
     /// returns its MCP cluster.
     pub async fn create_control_plane(
