@@ -93,7 +93,8 @@ const TEMPLATE_SPEC: &str = "/spec/template/spec";
 const ALWAYS: &[&str] = &["Always"];
 
 /// The rules, per (group, resource). Sources, all in kubernetes/kubernetes:
-/// - configmaps, secrets: pkg/apis/core/validation/validation.go `ValidateConfigMapUpdate`,
+/// - configmaps, secrets: pkg/apis/core/validation/validation.go `ValidateConfigMap` (keys, size),
+///   `ValidateConfigMapUpdate`,
 ///   `ValidateSecretUpdate` (type immutable, data frozen when `immutable`), `ValidateSecret`
 ///   (data keys, size, the keys of each well-known type);
 /// - services: `ValidateService`, `validateServicePort`, `ValidateServiceUpdate`
@@ -115,6 +116,7 @@ const RULES: &[Rules] = &[
     Rules {
         resource: "configmaps",
         frozen: &[("/data", "data"), ("/binaryData", "binaryData")],
+        check: Some(configmap),
         ..NONE
     },
     Rules {
@@ -1070,29 +1072,78 @@ fn config_map_key(k: &str) -> Vec<String> {
     errs
 }
 
-/// `core.MaxSecretSize`.
+/// `core.MaxSecretSize`, the limit of ConfigMaps too.
 const MAX_SECRET_SIZE: usize = 1024 * 1024;
+
+/// The decoded bytes of a `[]byte` field's base64 (checked on decoding by [`check_bytes`]; Go
+/// skips newlines in it).
+fn decoded(v: &Value) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let s: String = v
+        .as_str()?
+        .chars()
+        .filter(|c| *c != '\n' && *c != '\r')
+        .collect();
+    base64::engine::general_purpose::STANDARD.decode(s).ok()
+}
+
+/// A map's keys in order (Go ranges over maps in random order; sorted is one of them).
+fn sorted_keys(m: &Map<String, Value>) -> Vec<&String> {
+    let mut keys: Vec<&String> = m.keys().collect();
+    keys.sort();
+    keys
+}
+
+/// `ValidateConfigMap`: keys of both maps are config keys, none in both, and everything fits.
+fn configmap(obj: &Value, _old: Option<&Value>, errs: &mut Vec<FieldError>) {
+    let empty = Map::new();
+    let data = obj.get("data").and_then(Value::as_object).unwrap_or(&empty);
+    let binary = obj
+        .get("binaryData")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let mut total = 0;
+    for k in sorted_keys(data) {
+        for m in config_map_key(k) {
+            errs.push(FieldError::invalid(
+                &key("data", k),
+                BadValue::str(k.as_str()),
+                m,
+            ));
+        }
+        if binary.contains_key(k) {
+            errs.push(FieldError::invalid(
+                &key("data", k),
+                BadValue::str(k.as_str()),
+                "duplicate of key present in binaryData",
+            ));
+        }
+        total += data[k].as_str().map_or(0, str::len);
+    }
+    for k in sorted_keys(binary) {
+        for m in config_map_key(k) {
+            errs.push(FieldError::invalid(
+                &key("binaryData", k),
+                BadValue::str(k.as_str()),
+                m,
+            ));
+        }
+        total += decoded(&binary[k]).map_or(0, |b| b.len());
+    }
+    if total > MAX_SECRET_SIZE {
+        // kube reports this of the whole object, with an empty path.
+        errs.push(FieldError::too_long("", Some(MAX_SECRET_SIZE as i64)));
+    }
+}
 
 /// `ValidateSecret`: data keys are file names, the data fits in etcd, and each well-known type
 /// has the keys (or annotation) its consumers read.
 fn secret(obj: &Value, _old: Option<&Value>, errs: &mut Vec<FieldError>) {
-    use base64::Engine;
     let empty = Map::new();
     let data = obj.get("data").and_then(Value::as_object).unwrap_or(&empty);
-    // The base64 was checked on decoding (`check_bytes`); Go skips newlines in it.
-    let bytes = |k: &str| -> Option<Vec<u8>> {
-        let s: String = data
-            .get(k)?
-            .as_str()?
-            .chars()
-            .filter(|c| *c != '\n' && *c != '\r')
-            .collect();
-        base64::engine::general_purpose::STANDARD.decode(s).ok()
-    };
-    let mut keys: Vec<&String> = data.keys().collect();
-    keys.sort();
+    let bytes = |k: &str| data.get(k).and_then(decoded);
     let mut total = 0;
-    for k in keys {
+    for k in sorted_keys(data) {
         for m in config_map_key(k) {
             errs.push(FieldError::invalid(
                 &key("data", k),

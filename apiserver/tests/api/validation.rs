@@ -1231,3 +1231,43 @@ async fn ca_bundles_that_are_not_base64_are_a_bad_request() {
         )
     );
 }
+
+/// `ValidateConfigMap`: keys are file names, and a key is in `data` or `binaryData`, not both.
+#[tokio::test]
+async fn configmap_keys_are_file_names_held_once() {
+    let c = cluster().await;
+    let cms = api(
+        &c.client(),
+        ("", "v1", "ConfigMap"),
+        "configmaps",
+        Some("default"),
+    );
+    let e = cms
+        .create(
+            &PostParams::default(),
+            &obj(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"},
+                "data": {"..hidden": "x", "k": "x"}, "binaryData": {"k": "eA==", "bin/ary": "eA=="}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [
+            cause(
+                "data[..hidden]",
+                "FieldValueInvalid",
+                "Invalid value: \"..hidden\": must not start with '..'"
+            ),
+            cause(
+                "data[k]",
+                "FieldValueInvalid",
+                "Invalid value: \"k\": duplicate of key present in binaryData"
+            ),
+            cause(
+                "binaryData[bin/ary]",
+                "FieldValueInvalid",
+                "Invalid value: \"bin/ary\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+            ),
+        ]
+    );
+}
