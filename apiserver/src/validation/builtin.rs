@@ -866,6 +866,21 @@ fn service(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) {
             SERVICE_TYPES,
         ));
     }
+    // validateServiceExternalTrafficPolicy: the policy is about traffic from outside.
+    let external_ips = obj
+        .pointer("/spec/externalIPs")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    let externally_accessible =
+        ty == "NodePort" || ty == "LoadBalancer" || (ty == "ClusterIP" && external_ips);
+    let policy = str_at(obj, "/spec/externalTrafficPolicy");
+    if !externally_accessible && !policy.is_empty() {
+        errs.push(FieldError::invalid(
+            "spec.externalTrafficPolicy",
+            BadValue::str(policy),
+            "may only be set for externally-accessible services",
+        ));
+    }
     if ty == "ClusterIP" {
         for (i, p) in ports.iter().enumerate() {
             if int_at(p, "/nodePort").is_some_and(|n| n != 0) {

@@ -667,6 +667,24 @@ async fn services_keep_their_cluster_ip_and_get_node_ports_in_range() {
             "Forbidden: may not be used when `type` is 'ClusterIP'"
         )]
     );
+    let e = services
+        .create(
+            &PostParams::default(),
+            &svc(
+                "etp",
+                json!({"ports": [{"port": 80}], "externalTrafficPolicy": "Local"}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "spec.externalTrafficPolicy",
+            "FieldValueInvalid",
+            "Invalid value: \"Local\": may only be set for externally-accessible services"
+        )]
+    );
     // Service names are RFC 1035 labels.
     let e = services
         .create(
