@@ -39,6 +39,7 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Value, namespace: &str) {
     {
         o.remove("status");
     }
+    default_subjects(info, obj);
     match info.strategy {
         Strategy::Namespace => {
             let name = meta::meta_str(obj, "name").unwrap_or_default().to_string();
@@ -170,6 +171,7 @@ pub fn prepare_update(
             }
         }
     }
+    default_subjects(info, new);
     match info.strategy {
         Strategy::Namespace => {
             new["spec"] = old.get("spec").cloned().unwrap_or_else(|| json!({}));
@@ -430,6 +432,29 @@ fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
     if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
         for f in drop {
             spec.remove(f);
+        }
+    }
+}
+
+/// rbac/v1 `SetDefaults_Subject`: a binding's User and Group subjects are of the RBAC API group.
+fn default_subjects(info: &ResourceInfo, obj: &mut Value) {
+    if info.group != "rbac.authorization.k8s.io" {
+        return;
+    }
+    let Some(subjects) = obj.get_mut("subjects").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for s in subjects.iter_mut().filter_map(Value::as_object_mut) {
+        let user_or_group = matches!(
+            s.get("kind").and_then(Value::as_str),
+            Some("User" | "Group")
+        );
+        if user_or_group
+            && s.get("apiGroup")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+        {
+            s.insert("apiGroup".into(), json!("rbac.authorization.k8s.io"));
         }
     }
 }

@@ -111,7 +111,10 @@ const ALWAYS: &[&str] = &["Always"];
 ///   (name length), `validateCronJobSpec` (`validateScheduleFormat` with robfig/cron's
 ///   `ParseStandard`, `validateTimeZone`);
 /// - storageclasses: pkg/apis/storage/validation/validation.go `ValidateStorageClassUpdate`;
-/// - events.k8s.io events: pkg/apis/core/validation/events.go `ValidateEventCreate`.
+/// - events.k8s.io events: pkg/apis/core/validation/events.go `ValidateEventCreate`;
+/// - roles, clusterroles, rolebindings, clusterrolebindings: pkg/apis/rbac/validation/validation.go
+///   `ValidatePolicyRule`, `ValidateRoleBinding`, `ValidateClusterRoleBinding` (and their
+///   `Update`s: the roleRef is immutable), `validateRoleBindingSubject`.
 const RULES: &[Rules] = &[
     Rules {
         resource: "configmaps",
@@ -257,7 +260,33 @@ const RULES: &[Rules] = &[
         check: Some(event_v1),
         ..NONE
     },
+    Rules {
+        group: RBAC,
+        resource: "roles",
+        check: Some(|obj, _, errs| policy_rules(obj, true, errs)),
+        ..NONE
+    },
+    Rules {
+        group: RBAC,
+        resource: "clusterroles",
+        check: Some(|obj, _, errs| policy_rules(obj, false, errs)),
+        ..NONE
+    },
+    Rules {
+        group: RBAC,
+        resource: "rolebindings",
+        check: Some(|obj, old, errs| binding(obj, old, true, errs)),
+        ..NONE
+    },
+    Rules {
+        group: RBAC,
+        resource: "clusterrolebindings",
+        check: Some(|obj, old, errs| binding(obj, old, false, errs)),
+        ..NONE
+    },
 ];
+
+const RBAC: &str = "rbac.authorization.k8s.io";
 
 /// `[]byte` fields of built-ins: the JSON decoder refuses their values unless they are standard
 /// base64 (a 400, before any validation). Group, resource, and where the fields are: a JSON
@@ -1426,6 +1455,166 @@ fn time_zone_errors(tz: &str, errs: &mut Vec<FieldError>) {
     }
     if let Err(m) = super::cron::load_location(tz) {
         errs.push(FieldError::invalid(path, BadValue::str(tz), m));
+    }
+}
+
+/// The strings of a JSON array at `ptr` (none when absent).
+fn strings_at(v: &Value, ptr: &str) -> Vec<String> {
+    v.pointer(ptr)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+/// `ValidatePolicyRule` for each rule of a Role (`namespaced`) or ClusterRole.
+fn policy_rules(obj: &Value, namespaced: bool, errs: &mut Vec<FieldError>) {
+    let rules = obj.get("rules").and_then(Value::as_array);
+    for (i, rule) in rules.into_iter().flatten().enumerate() {
+        let path = |f: &str| format!("rules[{i}].{f}");
+        let count = |f: &str| strings_at(rule, &format!("/{f}")).len();
+        // Absent required fields are the schema's to report.
+        if rule.get("verbs").is_some() && count("verbs") == 0 {
+            errs.push(FieldError::required(
+                &path("verbs"),
+                "verbs must contain at least one value",
+            ));
+        }
+        let urls = strings_at(rule, "/nonResourceURLs");
+        if !urls.is_empty() {
+            let shown = || BadValue::Rendered(go_string_slice(&urls));
+            if namespaced {
+                errs.push(FieldError::invalid(
+                    &path("nonResourceURLs"),
+                    shown(),
+                    "namespaced rules cannot apply to non-resource URLs",
+                ));
+            }
+            if count("apiGroups") > 0 || count("resources") > 0 || count("resourceNames") > 0 {
+                errs.push(FieldError::invalid(
+                    &path("nonResourceURLs"),
+                    shown(),
+                    "rules cannot apply to both regular resources and non-resource URLs",
+                ));
+            }
+            continue;
+        }
+        if count("apiGroups") == 0 {
+            errs.push(FieldError::required(
+                &path("apiGroups"),
+                "resource rules must supply at least one api group",
+            ));
+        }
+        if count("resources") == 0 {
+            errs.push(FieldError::required(
+                &path("resources"),
+                "resource rules must supply at least one resource",
+            ));
+        }
+    }
+}
+
+/// `ValidateRoleBinding` (`namespaced`) and `ValidateClusterRoleBinding`, with their updates'
+/// immutable roleRef.
+fn binding(obj: &Value, old: Option<&Value>, namespaced: bool, errs: &mut Vec<FieldError>) {
+    // Absent required fields (roleRef and its members, a subject's kind and name) are the
+    // schema's to report.
+    let present = |v: &Value, ptr: &str| v.pointer(ptr).is_some();
+    let api_group = str_at(obj, "/roleRef/apiGroup");
+    if api_group != RBAC {
+        errs.push(FieldError::not_supported(
+            "roleRef.apiGroup",
+            BadValue::str(api_group),
+            &[RBAC],
+        ));
+    }
+    let kinds: &[&str] = if namespaced {
+        &["Role", "ClusterRole"]
+    } else {
+        &["ClusterRole"]
+    };
+    let kind = str_at(obj, "/roleRef/kind");
+    if present(obj, "/roleRef/kind") && !kinds.contains(&kind) {
+        errs.push(FieldError::not_supported(
+            "roleRef.kind",
+            BadValue::str(kind),
+            kinds,
+        ));
+    }
+    let name = str_at(obj, "/roleRef/name");
+    if present(obj, "/roleRef/name") {
+        if name.is_empty() {
+            errs.push(FieldError::required("roleRef.name", ""));
+        } else if let Some(m) = crate::meta::check_path_segment(name) {
+            errs.push(FieldError::invalid("roleRef.name", BadValue::str(name), m));
+        }
+    }
+    let subjects = obj.get("subjects").and_then(Value::as_array);
+    for (i, subject) in subjects.into_iter().flatten().enumerate() {
+        let path = |f: &str| format!("subjects[{i}].{f}");
+        let name = str_at(subject, "/name");
+        let group = str_at(subject, "/apiGroup");
+        if present(subject, "/name") && name.is_empty() {
+            errs.push(FieldError::required(&path("name"), ""));
+        }
+        if !present(subject, "/kind") {
+            continue;
+        }
+        match str_at(subject, "/kind") {
+            "ServiceAccount" => {
+                if !name.is_empty() {
+                    for m in dns1123_subdomain(name) {
+                        errs.push(FieldError::invalid(&path("name"), BadValue::str(name), m));
+                    }
+                }
+                if !group.is_empty() {
+                    errs.push(FieldError::not_supported(
+                        &path("apiGroup"),
+                        BadValue::str(group),
+                        &[""],
+                    ));
+                }
+                if !namespaced && str_at(subject, "/namespace").is_empty() {
+                    errs.push(FieldError::required(&path("namespace"), ""));
+                }
+            }
+            kind @ ("User" | "Group") => {
+                if name.is_empty() {
+                    errs.push(FieldError::invalid(
+                        &path("name"),
+                        BadValue::str(""),
+                        format!("{} name cannot be empty", kind.to_lowercase()),
+                    ));
+                }
+                if group != RBAC {
+                    errs.push(FieldError::not_supported(
+                        &path("apiGroup"),
+                        BadValue::str(group),
+                        &[RBAC],
+                    ));
+                }
+            }
+            other => errs.push(FieldError::not_supported(
+                &path("kind"),
+                BadValue::str(other),
+                &["ServiceAccount", "User", "Group"],
+            )),
+        }
+    }
+    if let Some(old) = old {
+        let role_ref = |v: &Value| {
+            ["apiGroup", "kind", "name"].map(|f| str_at(v, &format!("/roleRef/{f}")).to_string())
+        };
+        if role_ref(obj) != role_ref(old) {
+            let [g, k, n] = role_ref(obj).map(|s| go_quote(&s));
+            errs.push(FieldError::invalid(
+                "roleRef",
+                BadValue::Rendered(format!("rbac.RoleRef{{APIGroup:{g}, Kind:{k}, Name:{n}}}")),
+                "cannot change roleRef",
+            ));
+        }
     }
 }
 

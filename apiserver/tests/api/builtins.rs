@@ -158,6 +158,9 @@ fn make_valid(obj: &mut Value, name: &str) {
             }
         }
         "CustomResourceDefinition" => *obj = widget_crd(),
+        "RoleBinding" | "ClusterRoleBinding" => {
+            obj["roleRef"] = json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"});
+        }
         "PodTemplate" => {
             obj["template"]["metadata"]["labels"] = labels.clone();
             pod_spec(&mut obj["template"]["spec"], "Always");

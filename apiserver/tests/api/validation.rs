@@ -1289,3 +1289,194 @@ async fn configmap_keys_are_file_names_held_once() {
         ]
     );
 }
+
+/// `ValidatePolicyRule` and the binding validations: rules name verbs and what they apply to,
+/// bindings refer to a role of the RBAC group with well-formed subjects, and keep their roleRef.
+#[tokio::test]
+async fn rbac_rules_and_bindings_are_checked() {
+    let c = cluster().await;
+    let client = c.client();
+    let rbac = |kind: &str, plural: &str, ns: Option<&str>| {
+        api(
+            &client,
+            ("rbac.authorization.k8s.io", "v1", kind),
+            plural,
+            ns,
+        )
+    };
+    let (roles, cluster_roles) = (
+        rbac("Role", "roles", Some("default")),
+        rbac("ClusterRole", "clusterroles", None),
+    );
+    let (bindings, cluster_bindings) = (
+        rbac("RoleBinding", "rolebindings", Some("default")),
+        rbac("ClusterRoleBinding", "clusterrolebindings", None),
+    );
+    let object = |kind: &str, name: &str, body: Value| {
+        let mut v = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+            "metadata": {"name": name}});
+        v.as_object_mut()
+            .unwrap()
+            .extend(body.as_object().unwrap().clone());
+        obj(v)
+    };
+    let pp = PostParams::default();
+
+    let e = roles
+        .create(
+            &pp,
+            &object(
+                "Role",
+                "r",
+                json!({"rules": [{"verbs": [], "resources": ["pods"]},
+                    {"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [
+            cause(
+                "rules[0].verbs",
+                "FieldValueRequired",
+                "Required value: verbs must contain at least one value"
+            ),
+            cause(
+                "rules[0].apiGroups",
+                "FieldValueRequired",
+                "Required value: resource rules must supply at least one api group"
+            ),
+            cause(
+                "rules[1].nonResourceURLs",
+                "FieldValueInvalid",
+                "Invalid value: []string{\"/healthz\"}: namespaced rules cannot apply to non-resource URLs"
+            ),
+        ]
+    );
+    let e = cluster_roles
+        .create(
+            &pp,
+            &object(
+                "ClusterRole",
+                "mixed",
+                json!({"rules": [{"verbs": ["get"], "resources": ["pods"], "nonResourceURLs": ["/healthz"]}]}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "rules[0].nonResourceURLs",
+            "FieldValueInvalid",
+            "Invalid value: []string{\"/healthz\"}: rules cannot apply to both regular resources and non-resource URLs"
+        )]
+    );
+    cluster_roles
+        .create(
+            &pp,
+            &object(
+                "ClusterRole",
+                "health",
+                json!({"rules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]}),
+            ),
+        )
+        .await
+        .unwrap();
+
+    let e = bindings
+        .create(
+            &pp,
+            &object(
+                "RoleBinding",
+                "b",
+                json!({"roleRef": {"kind": "Secret", "name": "r"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "sa", "apiGroup": "v1"},
+                        {"kind": "Robot", "name": "x"}]}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [
+            cause(
+                "roleRef.apiGroup",
+                "FieldValueNotSupported",
+                "Unsupported value: \"\": supported values: \"rbac.authorization.k8s.io\""
+            ),
+            cause(
+                "roleRef.kind",
+                "FieldValueNotSupported",
+                "Unsupported value: \"Secret\": supported values: \"Role\", \"ClusterRole\""
+            ),
+            cause(
+                "subjects[0].apiGroup",
+                "FieldValueNotSupported",
+                "Unsupported value: \"v1\": supported values: \"\""
+            ),
+            cause(
+                "subjects[1].kind",
+                "FieldValueNotSupported",
+                "Unsupported value: \"Robot\": supported values: \"ServiceAccount\", \"User\", \"Group\""
+            ),
+        ]
+    );
+    let created = bindings
+        .create(
+            &pp,
+            &object(
+                "RoleBinding",
+                "b",
+                json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "health"},
+                    "subjects": [{"kind": "User", "name": "dev"}]}),
+            ),
+        )
+        .await
+        .unwrap();
+    // SetDefaults_Subject: a User is of the RBAC group.
+    assert_eq!(
+        created.data["subjects"][0]["apiGroup"],
+        "rbac.authorization.k8s.io"
+    );
+    let e = replace(&bindings, "b", |v| v["roleRef"]["name"] = json!("other"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "roleRef",
+            "FieldValueInvalid",
+            "Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"other\"}: cannot change roleRef"
+        )]
+    );
+
+    let e = cluster_bindings
+        .create(
+            &pp,
+            &object(
+                "ClusterRoleBinding",
+                "cb",
+                json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "sa"}]}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [
+            cause(
+                "roleRef.kind",
+                "FieldValueNotSupported",
+                "Unsupported value: \"Role\": supported values: \"ClusterRole\""
+            ),
+            cause(
+                "subjects[0].namespace",
+                "FieldValueRequired",
+                "Required value"
+            ),
+        ]
+    );
+}
