@@ -94,10 +94,10 @@ const ALWAYS: &[&str] = &["Always"];
 
 /// The rules, per (group, resource). Sources, all in kubernetes/kubernetes:
 /// - configmaps, secrets: pkg/apis/core/validation/validation.go `ValidateConfigMap` (keys, size),
-///   `ValidateConfigMapUpdate`,
-///   `ValidateSecretUpdate` (type immutable, data frozen when `immutable`), `ValidateSecret`
-///   (data keys, size, the keys of each well-known type);
-/// - services: `ValidateService`, `validateServicePort`, `ValidateServiceUpdate`
+///   `ValidateConfigMapUpdate`, `ValidateSecretUpdate` (type immutable, data frozen when
+///   `immutable`), `ValidateSecret` (data keys, size, the keys of each well-known type);
+/// - services: `ValidateService` (ExternalName without cluster IPs),
+///   `validateServiceExternalTrafficPolicy`, `validateServicePort`, `ValidateServiceUpdate`
 ///   (`validateUpgradeDowngradeClusterIPs`); NodePorts: pkg/registry/core/service/storage
 ///   (allocator), see [`allocate_node_ports`];
 /// - persistentvolumeclaims: `ValidatePersistentVolumeClaimUpdate`;
