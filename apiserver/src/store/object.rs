@@ -124,7 +124,10 @@ impl StoredObject {
             deleting: meta
                 .and_then(|m| m.get("deletionTimestamp"))
                 .is_some_and(|d| !d.is_null()),
-            bytes: Bytes::from(bytes),
+            // Shrunk to fit: the bytes live as long as this version of the object, and the
+            // serializer's growing buffer can be a third or more spare capacity, depending on
+            // where in the object its longest values fall.
+            bytes: Bytes::from(bytes.into_boxed_slice()),
         })
     }
 
