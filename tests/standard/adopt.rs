@@ -19,6 +19,7 @@ use service_provider::openmcp::naming::{
     request_labels, stable_mcp_namespace, stable_request_name,
 };
 use service_provider::prelude::*;
+use service_provider::testing::{TestError, TestPlatform};
 
 use crate::common;
 
@@ -84,17 +85,25 @@ async fn go_access_request(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_go_access_request_is_adopted_without_a_write_and_never_widens_the_grant() {
+async fn a_go_access_request_is_adopted_without_a_write_and_never_widens_the_grant()
+-> Result<(), TestError> {
     const SAME: &str = "tenant-same";
     const WIDER: &str = "tenant-wider";
-    let env = common::env::<Adoptee>(
-        json!({ "pollInterval": "1m" }),
-        &[(NAMESPACE, SAME), (NAMESPACE, WIDER)],
-    )
-    .await;
+    common::logs();
+    let platform = TestPlatform::<Adoptee>::builder()
+        .provider_config(json!({ "pollInterval": "1m" }))
+        .timeout(common::TIMEOUT)
+        .start()
+        .await?;
+    // The ControlPlanes first: the Go provider's requests live in their platform namespaces,
+    // and are there before the tenants' objects.
+    let env = platform.env();
+    for tenant in [SAME, WIDER] {
+        env.create_control_plane(NAMESPACE, tenant).await?;
+    }
     // The declared grant, written Go's way: keys in another order, an empty resourceNames list.
     let (same_ars, same) = go_access_request(
-        &env,
+        env,
         SAME,
         json!({ "permissions": [{ "rules": [
             { "verbs": ["*"], "resources": ["*"], "apiGroups": ["*"], "resourceNames": [] },
@@ -103,7 +112,7 @@ async fn a_go_access_request_is_adopted_without_a_write_and_never_widens_the_gra
     .await;
     // More than declared: the same rules plus the cluster's cluster-admin.
     let (wider_ars, wider) = go_access_request(
-        &env,
+        env,
         WIDER,
         json!({
             "permissions": [{ "rules": [{ "apiGroups": ["*"], "resources": ["*"], "verbs": ["*"] }] }],
@@ -112,16 +121,12 @@ async fn a_go_access_request_is_adopted_without_a_write_and_never_widens_the_gra
     )
     .await;
 
-    let runtime = common::start::<Adoptee>(&env, |_| {}).await;
     for tenant in [SAME, WIDER] {
-        let cp = ControlPlaneRef::new(NAMESPACE, tenant);
-        common::create::<Adoptee>(&env, &cp, json!({})).await;
-        common::wait(
-            &common::objects::<Adoptee>(&env, &cp),
-            tenant,
-            common::ready::<Adoptee>,
-        )
-        .await;
+        platform
+            .create_tenant(&format!("{NAMESPACE}/{tenant}"), json!({}))
+            .await?
+            .wait_ready()
+            .await?;
     }
 
     // Adopted as it was: no write, so the same generation and resourceVersion.
@@ -151,7 +156,8 @@ async fn a_go_access_request_is_adopted_without_a_write_and_never_widens_the_gra
     let token = narrowed.spec.token.expect("a token");
     assert!(token.role_refs.is_empty(), "{token:?}");
     assert_eq!(token, <Adoptee as ServiceProvider>::mcp_access());
-    common::stop(runtime).await;
+    platform.stop().await;
+    Ok(())
 }
 
 /// One object the provider's type cannot decode (written under an older, looser schema) is

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use service_provider::dev::ControlPlaneRef;
+use service_provider::testing::{TestError, TestPlatform, eventually};
 
 use crate::common;
 use crate::flaky::Flaky;
@@ -47,7 +48,8 @@ fn an_authors_log_line_says_which_object_it_is_about() {
             .enable_all()
             .build()
             .expect("a tokio runtime")
-            .block_on(authors_log_line());
+            .block_on(authors_log_line())
+            .unwrap_or_else(|e| panic!("{e}"));
     }
     let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
         .args([
@@ -66,7 +68,7 @@ fn an_authors_log_line_says_which_object_it_is_about() {
     );
 }
 
-async fn authors_log_line() {
+async fn authors_log_line() -> Result<(), TestError> {
     const NAMESPACE: &str = "project-logs--ws-a";
     let lines = Lines::default();
     let writer = lines.clone();
@@ -81,24 +83,25 @@ async fn authors_log_line() {
     tracing::subscriber::set_global_default(subscriber)
         .expect("no other test installs a global subscriber (unset RUST_LOG)");
 
-    let env = common::env::<Flaky>(json!({}), &[(NAMESPACE, "logged")]).await;
-    let runtime = common::start::<Flaky>(&env, |_| {}).await;
-    let cp = ControlPlaneRef::new(NAMESPACE, "logged");
-    common::create::<Flaky>(&env, &cp, json!({})).await;
+    let platform = TestPlatform::<Flaky>::builder()
+        .provider_config(json!({}))
+        .timeout(common::TIMEOUT)
+        .start()
+        .await?;
+    platform
+        .create_tenant(&format!("{NAMESPACE}/logged"), json!({}))
+        .await?;
 
-    let line = tokio::time::timeout(common::TIMEOUT, async {
-        let mut tick = tokio::time::interval(std::time::Duration::from_millis(50));
-        loop {
-            tick.tick().await;
-            if let Some(line) = lines.find("flaky is installed")
-                && line.contains(NAMESPACE)
-            {
-                return line;
-            }
-        }
-    })
-    .await
-    .expect("the author's line is logged within the timeout");
+    let line = eventually(
+        "the author's line to be logged",
+        common::TIMEOUT,
+        || async {
+            lines
+                .find("flaky is installed")
+                .filter(|line| line.contains(NAMESPACE))
+        },
+    )
+    .await?;
     for field in [
         "mode=standard",
         &format!("namespace={NAMESPACE}"),
@@ -107,7 +110,8 @@ async fn authors_log_line() {
     ] {
         assert!(line.contains(field), "{field} missing from {line:?}");
     }
-    common::stop(runtime).await;
+    platform.stop().await;
+    Ok(())
 }
 
 /// `run` writes JSON lines by default, as the platform's Go providers do (controller-utils' zap
