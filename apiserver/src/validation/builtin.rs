@@ -1,8 +1,9 @@
 //! kube-apiserver's kind-specific validation of the built-ins providers write, beyond what their
-//! OpenAPI schemas say: immutable fields, selectors that must match their pod templates, port
-//! ranges, Service rules and NodePort allocation, the keys of Secrets' well-known types, CronJob
-//! schedules and time zones, Events' required fields, and the `[]byte` fields whose base64 the
-//! decoder refuses.
+//! OpenAPI schemas say: immutable fields, selectors that must match their pod templates,
+//! containers with names and images, port ranges, Service rules and NodePort allocation, the keys
+//! of ConfigMaps and Secrets (and those of Secrets' well-known types), CronJob schedules and time
+//! zones, RBAC rules and bindings, Events' required fields, and the `[]byte` fields whose base64
+//! the decoder refuses.
 //!
 //! The per-kind rules are data ([`RULES`]); the few checks that need code are functions named in
 //! the table. Messages and field paths follow the Go code cited at each rule, so that `kubectl`
@@ -670,69 +671,104 @@ fn port_name(name: &str) -> Vec<String> {
 
 const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
 
-/// `validateContainerPorts` for every container kind of a pod spec at `path`.
+/// The containers of a pod spec at `path` (`validateContainers`, then `validateInitContainers`,
+/// whose names may not repeat the regular containers' either).
 fn pod_spec(spec: &Value, path: &str, errs: &mut Vec<FieldError>) {
-    for list in ["initContainers", "containers"] {
-        let Some(containers) = spec.get(list).and_then(Value::as_array) else {
-            continue;
-        };
-        for (i, c) in containers.iter().enumerate() {
-            let Some(ports) = c.get("ports").and_then(Value::as_array) else {
-                continue;
-            };
-            let mut names = HashSet::new();
-            for (j, p) in ports.iter().enumerate() {
-                let pp = format!("{path}.{list}[{i}].ports[{j}]");
-                let name = str_at(p, "/name");
-                if !name.is_empty() {
-                    let msgs = port_name(name);
-                    if !msgs.is_empty() {
-                        for m in msgs {
-                            errs.push(FieldError::invalid(
-                                &format!("{pp}.name"),
-                                BadValue::str(name),
-                                m,
-                            ));
-                        }
-                    } else if !names.insert(name) {
-                        errs.push(FieldError::duplicate(
-                            &format!("{pp}.name"),
-                            BadValue::str(name),
-                        ));
-                    }
-                }
-                match int_at(p, "/containerPort") {
-                    None | Some(0) => {
-                        errs.push(FieldError::required(&format!("{pp}.containerPort"), ""))
-                    }
-                    Some(n) => {
-                        if let Some(m) = port_num(n) {
-                            errs.push(FieldError::invalid(
-                                &format!("{pp}.containerPort"),
-                                BadValue::Json(n.into()),
-                                m,
-                            ));
-                        }
-                    }
-                }
-                if let Some(h) = int_at(p, "/hostPort").filter(|h| *h != 0)
-                    && let Some(m) = port_num(h)
-                {
+    if spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .is_some_and(Vec::is_empty)
+    {
+        errs.push(FieldError::required(&format!("{path}.containers"), ""));
+    }
+    let mut names = HashSet::new();
+    for list in ["containers", "initContainers"] {
+        let containers = spec.get(list).and_then(Value::as_array);
+        for (i, c) in containers.into_iter().flatten().enumerate() {
+            let cp = format!("{path}.{list}[{i}]");
+            container(c, &cp, errs);
+            let name = str_at(c, "/name");
+            if !names.insert(name) {
+                errs.push(FieldError::duplicate(
+                    &format!("{cp}.name"),
+                    BadValue::str(name),
+                ));
+            }
+        }
+    }
+}
+
+/// `validateContainerCommon`: a DNS label for a name (an absent one is the schema's required
+/// field), an image, and `validateContainerPorts`.
+fn container(c: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let name = str_at(c, "/name");
+    if c.get("name").is_some() && name.is_empty() {
+        errs.push(FieldError::required(&format!("{path}.name"), ""));
+    }
+    for m in (!name.is_empty())
+        .then(|| dns1123_label(name))
+        .into_iter()
+        .flatten()
+    {
+        errs.push(FieldError::invalid(
+            &format!("{path}.name"),
+            BadValue::str(name),
+            m,
+        ));
+    }
+    if str_at(c, "/image").is_empty() {
+        errs.push(FieldError::required(&format!("{path}.image"), ""));
+    }
+    let ports = c.get("ports").and_then(Value::as_array);
+    let mut names = HashSet::new();
+    for (j, p) in ports.into_iter().flatten().enumerate() {
+        let pp = format!("{path}.ports[{j}]");
+        let name = str_at(p, "/name");
+        if !name.is_empty() {
+            let msgs = port_name(name);
+            if !msgs.is_empty() {
+                for m in msgs {
                     errs.push(FieldError::invalid(
-                        &format!("{pp}.hostPort"),
-                        BadValue::Json(h.into()),
+                        &format!("{pp}.name"),
+                        BadValue::str(name),
                         m,
                     ));
                 }
-                let proto = str_at(p, "/protocol");
-                if !proto.is_empty() && !PROTOCOLS.contains(&proto) {
-                    errs.push(FieldError::not_supported(
-                        &format!("{pp}.protocol"),
-                        BadValue::str(proto),
-                        PROTOCOLS,
+            } else if !names.insert(name) {
+                errs.push(FieldError::duplicate(
+                    &format!("{pp}.name"),
+                    BadValue::str(name),
+                ));
+            }
+        }
+        match int_at(p, "/containerPort") {
+            None | Some(0) => errs.push(FieldError::required(&format!("{pp}.containerPort"), "")),
+            Some(n) => {
+                if let Some(m) = port_num(n) {
+                    errs.push(FieldError::invalid(
+                        &format!("{pp}.containerPort"),
+                        BadValue::Json(n.into()),
+                        m,
                     ));
                 }
             }
+        }
+        if let Some(h) = int_at(p, "/hostPort").filter(|h| *h != 0)
+            && let Some(m) = port_num(h)
+        {
+            errs.push(FieldError::invalid(
+                &format!("{pp}.hostPort"),
+                BadValue::Json(h.into()),
+                m,
+            ));
+        }
+        let proto = str_at(p, "/protocol");
+        if !proto.is_empty() && !PROTOCOLS.contains(&proto) {
+            errs.push(FieldError::not_supported(
+                &format!("{pp}.protocol"),
+                BadValue::str(proto),
+                PROTOCOLS,
+            ));
         }
     }
 }

@@ -1480,3 +1480,66 @@ async fn rbac_rules_and_bindings_are_checked() {
         ]
     );
 }
+
+/// `validateContainerCommon` and `validateContainers`: every container of a pod template has an
+/// image and a unique DNS-label name, and a template has containers.
+#[tokio::test]
+async fn containers_need_an_image_and_a_unique_name() {
+    let c = cluster().await;
+    let deployments = api(
+        &c.client(),
+        ("apps", "v1", "Deployment"),
+        "deployments",
+        Some("default"),
+    );
+    let deployment = |containers: Value, init: Value| {
+        obj(
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {
+                "metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": containers, "initContainers": init}}}}),
+        )
+    };
+    let e = deployments
+        .create(
+            &PostParams::default(),
+            &deployment(
+                json!([{"name": "app"}, {"name": "App_1", "image": "x"}]),
+                json!([{"name": "app", "image": "x"}]),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [
+            cause(
+                "spec.template.spec.containers[0].image",
+                "FieldValueRequired",
+                "Required value"
+            ),
+            cause(
+                "spec.template.spec.containers[1].name",
+                "FieldValueInvalid",
+                "Invalid value: \"App_1\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+            ),
+            cause(
+                "spec.template.spec.initContainers[0].name",
+                "FieldValueDuplicate",
+                "Duplicate value: \"app\""
+            ),
+        ]
+    );
+    let e = deployments
+        .create(&PostParams::default(), &deployment(json!([]), json!(null)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(e),
+        [cause(
+            "spec.template.spec.containers",
+            "FieldValueRequired",
+            "Required value"
+        )]
+    );
+}
