@@ -290,7 +290,16 @@ impl<'a> ClusterApi<'a> {
         if let Some(v) = &info.validator {
             causes.extend(v.validate(obj, old));
         }
-        causes.extend(strategy::validate(info, obj, old));
+        let kind_rules = strategy::validate(info, obj, old);
+        // A field the OpenAPI schema requires that kube's own validation reports as required
+        // too is reported once, in kube's words.
+        causes.retain(|c| {
+            c.reason != "FieldValueRequired"
+                || !kind_rules
+                    .iter()
+                    .any(|k| k.field == c.field && k.reason == c.reason)
+        });
+        causes.extend(kind_rules);
         if causes.is_empty() {
             Ok(())
         } else {

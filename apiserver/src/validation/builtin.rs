@@ -16,7 +16,9 @@ use serde_json::{Map, Value};
 use crate::error::go_quote;
 use crate::registry::ResourceInfo;
 use crate::schema::{BadValue, FieldError};
-use crate::schema::{dns1123_label, dns1123_subdomain, go_string_slice, key, qualified_name};
+use crate::schema::{
+    dns1035_label, dns1123_label, dns1123_subdomain, go_string_slice, key, qualified_name,
+};
 
 /// `FieldImmutableErrorMsg` (apimachinery/pkg/api/validation/generic.go).
 const IMMUTABLE: &str = "field is immutable";
@@ -113,6 +115,8 @@ const ALWAYS: &[&str] = &["Always"];
 ///   `ParseStandard`, `validateTimeZone`);
 /// - storageclasses: pkg/apis/storage/validation/validation.go `ValidateStorageClassUpdate`;
 /// - events.k8s.io events: pkg/apis/core/validation/events.go `ValidateEventCreate`;
+/// - ingresses: pkg/apis/networking/validation/validation.go `ValidateIngressSpec` (rules, hosts,
+///   paths, backends; not TLS);
 /// - roles, clusterroles, rolebindings, clusterrolebindings: pkg/apis/rbac/validation/validation.go
 ///   `ValidatePolicyRule`, `ValidateRoleBinding`, `ValidateClusterRoleBinding` (and their
 ///   `Update`s: the roleRef is immutable), `validateRoleBindingSubject`.
@@ -259,6 +263,12 @@ const RULES: &[Rules] = &[
         group: "events.k8s.io",
         resource: "events",
         check: Some(event_v1),
+        ..NONE
+    },
+    Rules {
+        group: "networking.k8s.io",
+        resource: "ingresses",
+        check: Some(ingress),
         ..NONE
     },
     Rules {
@@ -1491,6 +1501,182 @@ fn time_zone_errors(tz: &str, errs: &mut Vec<FieldError>) {
     }
     if let Err(m) = super::cron::load_location(tz) {
         errs.push(FieldError::invalid(path, BadValue::str(tz), m));
+    }
+}
+
+/// `ValidateIngressSpec` for networking.k8s.io/v1: something to route to, DNS hosts, paths
+/// with a type, and backends that name one service port or a resource.
+fn ingress(obj: &Value, _old: Option<&Value>, errs: &mut Vec<FieldError>) {
+    let rules = obj.pointer("/spec/rules").and_then(Value::as_array);
+    let default_backend = obj.pointer("/spec/defaultBackend").filter(|v| !v.is_null());
+    if rules.is_none_or(Vec::is_empty) && default_backend.is_none() {
+        errs.push(FieldError::invalid(
+            "spec",
+            BadValue::Rendered(match rules {
+                Some(_) => "[]networking.IngressRule{}".into(),
+                None => "[]networking.IngressRule(nil)".into(),
+            }),
+            "either `defaultBackend` or `rules` must be specified",
+        ));
+    }
+    if let Some(b) = default_backend {
+        ingress_backend(b, "spec.defaultBackend", errs);
+    }
+    for (i, rule) in rules.into_iter().flatten().enumerate() {
+        let rp = format!("spec.rules[{i}]");
+        let host = str_at(rule, "/host");
+        if !host.is_empty() {
+            if host.parse::<std::net::IpAddr>().is_ok() {
+                errs.push(FieldError::invalid(
+                    &format!("{rp}.host"),
+                    BadValue::str(host),
+                    "must be a DNS name, not an IP address",
+                ));
+            }
+            // Wildcard hosts (IsWildcardDNS1123Subdomain) are left unchecked.
+            if !host.contains('*') {
+                for m in dns1123_subdomain(host) {
+                    errs.push(FieldError::invalid(
+                        &format!("{rp}.host"),
+                        BadValue::str(host),
+                        m,
+                    ));
+                }
+            }
+        }
+        let Some(http) = rule.get("http").filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let paths = http.get("paths").and_then(Value::as_array);
+        if paths.is_none_or(Vec::is_empty) {
+            errs.push(FieldError::required(&format!("{rp}.http.paths"), ""));
+        }
+        for (j, path) in paths.into_iter().flatten().enumerate() {
+            ingress_path(path, &format!("{rp}.http.paths[{j}]"), errs);
+        }
+    }
+    if let Some(class) = obj
+        .pointer("/spec/ingressClassName")
+        .and_then(Value::as_str)
+    {
+        for m in dns1123_subdomain(class) {
+            errs.push(FieldError::invalid(
+                "spec.ingressClassName",
+                BadValue::str(class),
+                m,
+            ));
+        }
+    }
+}
+
+/// `validateHTTPIngressPath`.
+fn ingress_path(path: &Value, at: &str, errs: &mut Vec<FieldError>) {
+    let Some(ty) = path.get("pathType").and_then(Value::as_str) else {
+        errs.push(FieldError::required(
+            &format!("{at}.pathType"),
+            "pathType must be specified",
+        ));
+        return;
+    };
+    let p = str_at(path, "/path");
+    let invalid = |m: String| FieldError::invalid(&format!("{at}.path"), BadValue::str(p), m);
+    match ty {
+        "Exact" | "Prefix" => {
+            if !p.starts_with('/') {
+                errs.push(invalid("must be an absolute path".into()));
+            }
+            if !p.is_empty() {
+                for seq in ["//", "/./", "/../", "%2f", "%2F"] {
+                    if p.contains(seq) {
+                        errs.push(invalid(format!("must not contain '{seq}'")));
+                    }
+                }
+                for suffix in ["/..", "/."] {
+                    if p.ends_with(suffix) {
+                        errs.push(invalid(format!("cannot end with '{suffix}'")));
+                    }
+                }
+            }
+        }
+        "ImplementationSpecific" => {
+            if !p.is_empty() && !p.starts_with('/') {
+                errs.push(invalid("must be an absolute path".into()));
+            }
+        }
+        other => errs.push(FieldError::not_supported(
+            &format!("{at}.pathType"),
+            BadValue::str(other),
+            &["Exact", "ImplementationSpecific", "Prefix"],
+        )),
+    }
+    match path.get("backend") {
+        Some(b) => ingress_backend(b, &format!("{at}.backend"), errs),
+        None => ingress_backend(&Value::Null, &format!("{at}.backend"), errs),
+    }
+}
+
+/// `validateIngressBackend`: a service (by name, with a port name or number) or a resource.
+fn ingress_backend(b: &Value, at: &str, errs: &mut Vec<FieldError>) {
+    let set = |f: &str| b.get(f).is_some_and(|v| !v.is_null());
+    match (set("resource"), set("service")) {
+        (true, true) => errs.push(FieldError::invalid(
+            at,
+            BadValue::str(""),
+            "cannot set both resource and service backends",
+        )),
+        (true, false) => {}
+        (false, true) => {
+            let name = str_at(b, "/service/name");
+            if name.is_empty() {
+                errs.push(FieldError::required(&format!("{at}.service.name"), ""));
+            }
+            for m in (!name.is_empty())
+                .then(|| dns1035_label(name))
+                .into_iter()
+                .flatten()
+            {
+                errs.push(FieldError::invalid(
+                    &format!("{at}.service.name"),
+                    BadValue::str(name),
+                    m,
+                ));
+            }
+            let port_name_set = str_at(b, "/service/port/name");
+            let number = int_at(b, "/service/port/number").unwrap_or(0);
+            match (!port_name_set.is_empty(), number != 0) {
+                (true, true) => errs.push(FieldError::invalid(
+                    at,
+                    BadValue::str(""),
+                    "cannot set both port name & port number",
+                )),
+                (true, false) => {
+                    for m in port_name(port_name_set) {
+                        errs.push(FieldError::invalid(
+                            &format!("{at}.service.port.name"),
+                            BadValue::str(port_name_set),
+                            m,
+                        ));
+                    }
+                }
+                (false, true) => {
+                    if let Some(m) = port_num(number) {
+                        errs.push(FieldError::invalid(
+                            &format!("{at}.service.port.number"),
+                            BadValue::Json(number.into()),
+                            m,
+                        ));
+                    }
+                }
+                (false, false) => {
+                    errs.push(FieldError::required(at, "port name or number is required"))
+                }
+            }
+        }
+        (false, false) => errs.push(FieldError::invalid(
+            at,
+            BadValue::str(""),
+            "resource or service backend is required",
+        )),
     }
 }
 

@@ -158,6 +158,10 @@ fn make_valid(obj: &mut Value, name: &str) {
             }
         }
         "CustomResourceDefinition" => *obj = widget_crd(),
+        "Ingress" => {
+            obj["spec"]["defaultBackend"] =
+                json!({"service": {"name": "web", "port": {"number": 80}}});
+        }
         "RoleBinding" | "ClusterRoleBinding" => {
             obj["roleRef"] = json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"});
         }
