@@ -16,6 +16,7 @@ use service_provider_runtime::kcp::v1alpha2::APIBinding;
 use tokio::sync::Semaphore;
 
 use crate::common;
+use service_provider::testing::eventually;
 
 /// Install steps that reached the gate.
 static ENTERED: AtomicUsize = AtomicUsize::new(0);
@@ -81,10 +82,11 @@ async fn a_binding_deleted_during_the_install_leaves_no_access_behind() {
         common::start::<Gated>(&env, common::settings::<Gated>(&env), |_| {}).await;
     let ws = &common::consumers(&env)[0];
     common::create::<Gated>(&env, ws, "gated", json!({ "value": "x" })).await;
-    common::eventually("the install to start", common::TIMEOUT, || async {
+    eventually("the install to start", common::TIMEOUT, || async {
         (ENTERED.load(Ordering::SeqCst) > 0).then_some(())
     })
-    .await;
+    .await
+    .unwrap();
     let workload = env
         .workload_clusters()
         .into_iter()
@@ -116,12 +118,13 @@ async fn a_binding_deleted_during_the_install_leaves_no_access_behind() {
     GATE.add_permits(1000);
 
     common::wait(&bindings, &export, |o: Option<&APIBinding>| o.is_none()).await;
-    common::eventually(
+    eventually(
         "the workspace to be disengaged",
         common::TIMEOUT,
         || async { (!source.is_engaged(&ws.name)).then_some(()) },
     )
-    .await;
+    .await
+    .unwrap();
     assert!(
         sas.get_opt("gated").await.unwrap().is_none(),
         "the ServiceAccount is revoked"

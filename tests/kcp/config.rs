@@ -8,6 +8,7 @@ use service_provider_apiserver::kcp::KcpOptions;
 
 use crate::common::{self, TIMEOUT};
 use crate::velero::{Velero, VeleroProviderConfig};
+use service_provider::testing::eventually;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_config_change_reaches_every_workspace() {
@@ -38,7 +39,7 @@ async fn a_provider_config_change_reaches_every_workspace() {
     )
     .await
     .unwrap();
-    let settings = common::eventually("the ProviderConfig's kcp block", TIMEOUT, || {
+    let settings = eventually("the ProviderConfig's kcp block", TIMEOUT, || {
         let runtime = &runtime;
         async move {
             runtime
@@ -48,7 +49,8 @@ async fn a_provider_config_change_reaches_every_workspace() {
                 .flatten()
         }
     })
-    .await;
+    .await
+    .unwrap();
     assert_eq!(
         settings.provider_workspace.as_deref(),
         Some(env.kcp().unwrap().provider_workspace().path.as_str())

@@ -14,6 +14,7 @@ use service_provider_apiserver::kcp::KcpOptions;
 
 use crate::common::{self, TIMEOUT};
 use crate::velero::Velero;
+use service_provider::testing::eventually;
 
 const CONSUMERS: usize = 4;
 
@@ -33,10 +34,11 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
     );
     let (runtime, source) =
         common::start::<Velero>(&env, common::settings::<Velero>(&env), |_| {}).await;
-    common::eventually("an endpoint per shard", TIMEOUT, || async {
+    eventually("an endpoint per shard", TIMEOUT, || async {
         (source.endpoint_urls().len() == 2).then_some(())
     })
-    .await;
+    .await
+    .unwrap();
 
     // Faults: 10% 5xx from every virtual workspace throughout.
     for shard in kcp.shards() {
@@ -147,7 +149,7 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
         );
     }
     let managed = ListParams::default().labels("openmcp.cloud/managed-by=velero");
-    common::eventually("the access requests to be gone", TIMEOUT, || {
+    eventually("the access requests to be gone", TIMEOUT, || {
         let managed = managed.clone();
         let platform = env.platform().client();
         async move {
@@ -162,7 +164,8 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
             (ars.items.is_empty() && crs.items.is_empty()).then_some(())
         }
     })
-    .await;
+    .await
+    .unwrap();
     for workload in env.workload_clusters() {
         if let Ok(namespaces) = Api::<Namespace>::all(workload.client())
             .list(&ListParams::default())
@@ -178,12 +181,13 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
         }
     }
     // Once the watches caught up, nothing is left to reconcile.
-    common::eventually("the caches to catch up", TIMEOUT, || async {
+    eventually("the caches to catch up", TIMEOUT, || async {
         service_provider_runtime::controller::Source::keys(&*source)
             .is_empty()
             .then_some(())
     })
-    .await;
+    .await
+    .unwrap();
     // The faults did happen.
     let mut refused = 0;
     let mut watches = 0;

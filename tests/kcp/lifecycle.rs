@@ -17,6 +17,7 @@ use service_provider_apiserver::kcp::KcpOptions;
 
 use crate::common::{self, TIMEOUT};
 use crate::velero::Velero;
+use service_provider::testing::eventually;
 
 const NAME: &str = "velero";
 const FINALIZER: &str = "velero.services.open-control-plane.io/finalizer";
@@ -110,7 +111,7 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
     }
     // kcp mode's controller is `<provider>-kcp` in controller-runtime's metrics; each Ready
     // object is due again at the poll interval (`requeue_after`), counted once it returned.
-    let metrics = common::eventually(
+    let metrics = eventually(
         "kcp mode's reconciles to be counted",
         common::TIMEOUT,
         || async {
@@ -127,7 +128,7 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
             (requeued >= 3.0).then_some(metrics)
         },
     )
-    .await;
+    .await.unwrap();
     assert!(
         !metrics.contains(r#"controller="velero""#),
         "standard mode does not run here, so it has no series:\n{metrics}"

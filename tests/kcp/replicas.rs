@@ -12,6 +12,7 @@ use service_provider_runtime::kcp::Sharding;
 
 use crate::common::{self, TIMEOUT};
 use crate::velero::Velero;
+use service_provider::testing::eventually;
 
 const CONSUMERS: usize = 6;
 
@@ -94,13 +95,14 @@ async fn kcp_mode_elects_a_leader_on_its_own_lease() {
         .await
         .unwrap();
     common::wait(&veleros, "velero", |o: Option<&Velero>| o.is_none()).await;
-    common::eventually("the standby to hold the Lease", TIMEOUT, || {
+    eventually("the standby to hold the Lease", TIMEOUT, || {
         let leases = leases.clone();
         async move {
             let lease = leases.get("velero-kcp").await.ok()?;
             (lease.spec?.holder_identity? == standby_identity).then_some(())
         }
     })
-    .await;
+    .await
+    .unwrap();
     common::stop(standby.0).await;
 }

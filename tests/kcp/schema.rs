@@ -10,6 +10,7 @@ use service_provider_apiserver::kcp::KcpOptions;
 use service_provider_runtime::kcp::{APIResourceSchema, v1alpha2};
 
 use crate::common;
+use service_provider::testing::eventually;
 
 /// The provider as first released.
 mod v1 {
@@ -121,7 +122,7 @@ async fn a_new_field_gets_a_new_schema_and_existing_bindings_serve_it() {
         let raw: Api<DynamicObject> =
             Api::namespaced_with(common::admin(&env, ws), "default", &resource);
         let color = format!("colour-{i}");
-        common::eventually("the new field to be served", common::TIMEOUT, || {
+        eventually("the new field to be served", common::TIMEOUT, || {
             let raw = raw.clone();
             let color = color.clone();
             async move {
@@ -133,7 +134,8 @@ async fn a_new_field_gets_a_new_schema_and_existing_bindings_serve_it() {
                 (stored.data["spec"]["color"] == json!(color)).then_some(())
             }
         })
-        .await;
+        .await
+        .unwrap();
         // And the objects keep reconciling, under the new release.
         let ready = common::wait(
             &common::objects::<v2::Widget>(&env, ws),

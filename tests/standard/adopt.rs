@@ -19,7 +19,7 @@ use service_provider::openmcp::naming::{
     request_labels, stable_mcp_namespace, stable_request_name,
 };
 use service_provider::prelude::*;
-use service_provider::testing::{TestError, TestPlatform};
+use service_provider::testing::{TestError, TestPlatform, eventually};
 
 use crate::common;
 
@@ -210,7 +210,7 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
     // The broken one says why, on itself (read untyped: it does not decode).
     let resource = ApiResource::erase::<Adoptee>(&());
     let raw: Api<DynamicObject> = Api::namespaced_with(env.onboarding().client(), NS, &resource);
-    let reported = common::eventually("the broken object's status", common::TIMEOUT, || async {
+    let reported = eventually("the broken object's status", common::TIMEOUT, || async {
         let o = raw.get(&names[0]).await.ok()?;
         let conditions = o.data["status"]["conditions"].as_array()?;
         conditions
@@ -218,7 +218,8 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
             .any(|c| c["reason"] == "InvalidObject")
             .then_some(o)
     })
-    .await;
+    .await
+    .unwrap();
     let condition = &reported.data["status"]["conditions"][0];
     assert_eq!(condition["status"], "False");
     assert!(
@@ -230,7 +231,7 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
     assert_eq!(reported.data["status"]["phase"], "Progressing");
     // And as a Warning Event about it.
     let events: Api<Event> = Api::namespaced(env.onboarding().client(), NS);
-    common::eventually("the InvalidObject Event", common::TIMEOUT, || async {
+    eventually("the InvalidObject Event", common::TIMEOUT, || async {
         events
             .list(&ListParams::default())
             .await
@@ -243,7 +244,8 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
                     && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(&names[0])
             })
     })
-    .await;
+    .await
+    .unwrap();
     // No access was ordered for it.
     let provider = env.provider().expect("a provider").name().to_owned();
     let ars: Api<AccessRequest> = Api::namespaced(

@@ -9,7 +9,7 @@ use serde_json::json;
 use service_provider::dev::ControlPlaneRef;
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
-use service_provider::testing::{TestError, TestPlatform};
+use service_provider::testing::{TestError, TestPlatform, eventually};
 use service_provider::{Mode, ServiceProvider};
 use service_provider_runtime::ops::metrics::ReconcileResult;
 
@@ -142,7 +142,7 @@ async fn a_provider_config_change_reconciles_every_object() -> Result<(), TestEr
     config["imageRepository"] = json!("mirror.test/velero");
     platform.set_provider_config(&config).await?;
     let workload = tenants[0].workload().await?;
-    service_provider::testing::eventually(
+    eventually(
         "every worker to use the new repository",
         TIMEOUT,
         || async {
@@ -193,14 +193,15 @@ async fn the_operation_annotation_pauses_and_forces_reconciles() {
         )
         .await
         .unwrap();
-    common::eventually("the ignored object to be looked at", TIMEOUT, || {
+    eventually("the ignored object to be looked at", TIMEOUT, || {
         let metrics = metrics.clone();
         async move {
             (metrics.reconcile_count(Mode::Standard, ReconcileResult::skipped) > skipped_before)
                 .then_some(())
         }
     })
-    .await;
+    .await
+    .unwrap();
     let ignored = veleros.get("annotated").await.unwrap();
     assert_eq!(ignored.metadata.generation, Some(2));
     assert_eq!(

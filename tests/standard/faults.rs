@@ -18,6 +18,7 @@ use service_provider_apiserver::FaultRule;
 use crate::common::{self, TIMEOUT};
 use crate::flaky::Flaky;
 use crate::velero::Velero;
+use service_provider::testing::eventually;
 
 const NAMESPACE: &str = "project-faults--ws-a";
 const OBJECTS: usize = 100;
@@ -116,7 +117,7 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
             let env = &env;
             async move {
                 let cp = ControlPlaneRef::new(NAMESPACE, name);
-                common::eventually("creating an object under faults", TIMEOUT, || async {
+                eventually("creating an object under faults", TIMEOUT, || async {
                     let created = tokio::spawn({
                         let api = common::objects::<Velero>(env, &cp);
                         let obj: Velero = serde_json::from_value(json!({
@@ -136,7 +137,8 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
                         Err(_) => None,
                     }
                 })
-                .await;
+                .await
+                .unwrap();
             }
         })
         .await;
@@ -171,7 +173,7 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
     assert_eq!(all_ready, OBJECTS);
 
     // Delete everything, still under faults.
-    common::eventually("deleting every object", TIMEOUT, || {
+    eventually("deleting every object", TIMEOUT, || {
         let veleros = veleros.clone();
         async move {
             veleros
@@ -181,8 +183,9 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
                 .map(|_| ())
         }
     })
-    .await;
-    common::eventually("every object to be gone", Duration::from_secs(240), || {
+    .await
+    .unwrap();
+    eventually("every object to be gone", Duration::from_secs(240), || {
         let veleros = veleros.clone();
         async move {
             veleros
@@ -193,7 +196,8 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
                 .map(|_| ())
         }
     })
-    .await;
+    .await
+    .unwrap();
     dropping.store(false, Ordering::Release);
     let _ = dropper.await;
     faults_on(&env, false);
@@ -202,7 +206,7 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
     let selector = ListParams::default().labels("openmcp.cloud/managed-by=velero");
     let ars: Api<AccessRequest> = Api::all(env.platform().client());
     let crs: Api<ClusterRequest> = Api::all(env.platform().client());
-    common::eventually("every access request to be gone", TIMEOUT, || {
+    eventually("every access request to be gone", TIMEOUT, || {
         let (ars, crs, selector) = (ars.clone(), crs.clone(), selector.clone());
         async move {
             let left = ars.list(&selector).await.ok()?.items.len()
@@ -210,10 +214,11 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
             (left == 0).then_some(())
         }
     })
-    .await;
+    .await
+    .unwrap();
     for workload in env.workload_clusters() {
         let namespaces: Api<Namespace> = Api::all(workload.client());
-        common::eventually("every worker namespace to be gone", TIMEOUT, || {
+        eventually("every worker namespace to be gone", TIMEOUT, || {
             let namespaces = namespaces.clone();
             async move {
                 let list = namespaces.list(&ListParams::default()).await.ok()?;
@@ -226,7 +231,8 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
                 .then_some(())
             }
         })
-        .await;
+        .await
+        .unwrap();
     }
     common::stop(runtime).await;
 }

@@ -12,6 +12,7 @@ use service_provider_runtime::runner::RunOptions;
 
 use crate::common;
 use crate::flaky::Flaky;
+use service_provider::testing::eventually;
 
 const NAMESPACE: &str = "project-leader--ws-a";
 
@@ -47,14 +48,15 @@ async fn one_replica_leads_and_the_other_takes_over() {
     common::wait(&flakies, "first", common::ready::<Flaky>).await;
     // A reconcile is counted when it returns, just after its status write became visible.
     let (m1, m2) = (first.metrics().clone(), second.metrics().clone());
-    let (a, b) = common::eventually("the reconciles to be counted", common::TIMEOUT, || {
+    let (a, b) = eventually("the reconciles to be counted", common::TIMEOUT, || {
         let (m1, m2) = (m1.clone(), m2.clone());
         async move {
             let (a, b) = (reconciles(&m1), reconciles(&m2));
             (a + b > 0).then_some((a, b))
         }
     })
-    .await;
+    .await
+    .unwrap();
     assert!(
         (a > 0) != (b > 0),
         "exactly one replica reconciles: {a} and {b}"
@@ -164,7 +166,7 @@ async fn a_go_replicas_lease_blocks_reconciles_until_it_expires() {
     );
     assert!(ours.acquire_time.is_some() && ours.renew_time.is_some());
     // It renews (every retry period), so a Go candidate keeps seeing it held.
-    let renewed = common::eventually("the Lease to be renewed", common::TIMEOUT, || {
+    let renewed = eventually("the Lease to be renewed", common::TIMEOUT, || {
         let leases = leases.clone();
         let first = ours.renew_time.clone();
         async move {
@@ -173,7 +175,8 @@ async fn a_go_replicas_lease_blocks_reconciles_until_it_expires() {
                 .then_some(spec)
         }
     })
-    .await;
+    .await
+    .unwrap();
     assert_eq!(renewed.acquire_time, ours.acquire_time, "acquireTime kept");
     assert_eq!(renewed.lease_transitions, Some(3));
 

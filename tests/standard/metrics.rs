@@ -6,6 +6,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common;
 use crate::flaky::Flaky;
+use service_provider::testing::eventually;
 
 async fn get(addr: std::net::SocketAddr, path: &str) -> String {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -44,7 +45,7 @@ async fn metrics_and_probes_are_served() {
     assert!(get(probes, "/readyz").await.starts_with("HTTP/1.1 200"));
     // The reconcile is counted when it returns, just after its status write became visible.
     let addr = runtime.metrics_addr().expect("metrics served");
-    let metrics = common::eventually(
+    let metrics = eventually(
         "the reconcile to be counted",
         common::TIMEOUT,
         || async move {
@@ -52,7 +53,8 @@ async fn metrics_and_probes_are_served() {
             metrics.contains("result=\"ready\"").then_some(metrics)
         },
     )
-    .await;
+    .await
+    .unwrap();
     for series in [
         "service_provider_reconciles_total{mode=\"standard\",result=\"ready\"}",
         "service_provider_reconcile_duration_seconds_bucket{",
@@ -111,7 +113,7 @@ async fn controller_runtimes_metrics_count_successes_errors_and_requeues() {
         |result: &str| format!(r#"controller_runtime_reconcile_total{{{c},result="{result}"}}"#);
     let addr = runtime.metrics_addr().expect("metrics served");
     // `fails` is retried with backoff, so its second failure shows the retry too.
-    let metrics = common::eventually(
+    let metrics = eventually(
         "a success, two errors and a requeue_after to be counted",
         common::TIMEOUT,
         || {
@@ -126,7 +128,8 @@ async fn controller_runtimes_metrics_count_successes_errors_and_requeues() {
             }
         },
     )
-    .await;
+    .await
+    .unwrap();
     let value = |series: String| {
         sample(&metrics, &series).unwrap_or_else(|| panic!("{series} missing:\n{metrics}"))
     };

@@ -38,6 +38,7 @@ use service_provider::prelude::*;
 
 use crate::common::{self, TIMEOUT};
 use crate::process::{Deployed, Operated};
+use service_provider::testing::eventually;
 
 /// The template's Go provider, written with this framework.
 #[service_provider(
@@ -463,12 +464,13 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
         plural: "providerconfigs".into(),
     };
     let configs: Api<DynamicObject> = Api::all_with(env.platform().client(), &config_resource);
-    let established = common::eventually("the Go CRDs to be served", TIMEOUT, || async {
+    let established = eventually("the Go CRDs to be served", TIMEOUT, || async {
         let mut config = DynamicObject::new(PROVIDER, &config_resource);
         config.data = json!({ "spec": { "pollInterval": "1m" } });
         configs.create(&PostParams::default(), &config).await.ok()
     })
-    .await;
+    .await
+    .unwrap();
     assert_eq!(established.metadata.name.as_deref(), Some(PROVIDER));
     // Its requests for the three tenants, granted by the platform; its objects, one of them
     // with a phase the Rust runtime never writes.
@@ -559,17 +561,19 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
 
     // ---- It waits for the Lease: up, campaigning, and through two more Go renewals (longer
     // than its retry period) it has reconciled nothing and written nothing.
-    common::eventually("the provider to campaign for the Lease", TIMEOUT, || {
+    eventually("the provider to campaign for the Lease", TIMEOUT, || {
         let logs = process.stderr();
         async move { logs.contains("campaigning for leadership").then_some(()) }
     })
-    .await;
+    .await
+    .unwrap();
     let seen = renewals.load(Ordering::SeqCst);
-    common::eventually("two more renewals by the Go replica", TIMEOUT, || {
+    eventually("two more renewals by the Go replica", TIMEOUT, || {
         let renewals = renewals.clone();
         async move { (renewals.load(Ordering::SeqCst) >= seen + 2).then_some(()) }
     })
-    .await;
+    .await
+    .unwrap();
     let page = common::http_get(metrics, "/metrics").await.unwrap();
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert_eq!(

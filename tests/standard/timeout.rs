@@ -8,6 +8,7 @@ use service_provider::dev::ControlPlaneRef;
 
 use crate::common;
 use crate::flaky::Flaky;
+use service_provider::testing::eventually;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_reconcile_times_out_with_a_condition_and_frees_its_worker() {
@@ -42,7 +43,7 @@ async fn a_hung_reconcile_times_out_with_a_condition_and_frees_its_worker() {
         "the condition says what timed out and after how long: {message}"
     );
     // Retried with backoff: it times out again, and again is counted.
-    let timeouts = common::eventually("a second timeout", common::TIMEOUT, || async {
+    let timeouts = eventually("a second timeout", common::TIMEOUT, || async {
         let timeouts = runtime.metrics().encode().lines().find_map(|l| {
             l.strip_prefix(r#"controller_runtime_reconcile_timeouts_total{controller="flaky"} "#)
                 .map(str::to_owned)
@@ -50,7 +51,8 @@ async fn a_hung_reconcile_times_out_with_a_condition_and_frees_its_worker() {
         let timeouts: f64 = timeouts.parse().ok()?;
         (timeouts >= 2.0).then_some(timeouts)
     })
-    .await;
+    .await
+    .unwrap();
     assert!(timeouts >= 2.0);
     common::stop(runtime).await;
 }

@@ -1,7 +1,8 @@
 //! What the end-to-end test binaries (`tests/standard`, `tests/kcp`) share: the timeout, logs,
 //! the provider's platform client, stopping a runtime, and the conditions they wait for. Each
 //! binary loads it with `#[path]` and re-exports it from its `common` module. The waits are the
-//! author's test kit's (`service_provider::testing`), with a panic for a test that cannot go on.
+//! author's test kit's (`service_provider::testing`), with a panic for a test that cannot go on
+//! (the kit's `eventually` is called directly: `.unwrap()` prints its message).
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -72,20 +73,9 @@ where
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Waits until `check` returns `Some`, checking again with a growing interval; for conditions
-/// over many objects or several clusters, where no single watch says it.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    service_provider::testing::eventually(what, timeout, check)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// [`eventually`], where a timeout also reports what `explain` finds stuck: it is asked once,
-/// on the timeout, so the wait itself does no more work than [`eventually`]'s.
+/// The kit's [`eventually`](service_provider::testing::eventually), where a timeout also reports
+/// what `explain` finds stuck: it is asked once, on the timeout, so the wait itself does no more
+/// work than a plain `eventually`'s.
 pub async fn eventually_explained<T, F, Fut, E, EFut>(
     what: &str,
     timeout: Duration,
