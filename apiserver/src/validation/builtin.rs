@@ -708,11 +708,10 @@ fn pod_spec(spec: &Value, path: &str, errs: &mut Vec<FieldError>) {
     }
 }
 
-/// `validateContainerCommon`: a DNS label for a name (an absent one is the schema's required
-/// field), an image, and `validateContainerPorts`.
+/// `validateContainerCommon`: a DNS label for a name, an image, and `validateContainerPorts`.
 fn container(c: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let name = str_at(c, "/name");
-    if c.get("name").is_some() && name.is_empty() {
+    if name.is_empty() {
         errs.push(FieldError::required(&format!("{path}.name"), ""));
     }
     for m in (!name.is_empty())
@@ -1697,8 +1696,7 @@ fn policy_rules(obj: &Value, namespaced: bool, errs: &mut Vec<FieldError>) {
     for (i, rule) in rules.into_iter().flatten().enumerate() {
         let path = |f: &str| format!("rules[{i}].{f}");
         let count = |f: &str| strings_at(rule, &format!("/{f}")).len();
-        // Absent required fields are the schema's to report.
-        if rule.get("verbs").is_some() && count("verbs") == 0 {
+        if count("verbs") == 0 {
             errs.push(FieldError::required(
                 &path("verbs"),
                 "verbs must contain at least one value",
@@ -1741,8 +1739,7 @@ fn policy_rules(obj: &Value, namespaced: bool, errs: &mut Vec<FieldError>) {
 /// `ValidateRoleBinding` (`namespaced`) and `ValidateClusterRoleBinding`, with their updates'
 /// immutable roleRef.
 fn binding(obj: &Value, old: Option<&Value>, namespaced: bool, errs: &mut Vec<FieldError>) {
-    // Absent required fields (roleRef and its members, a subject's kind and name) are the
-    // schema's to report.
+    // An absent kind is the schema's required field (kube would call it an unsupported "").
     let present = |v: &Value, ptr: &str| v.pointer(ptr).is_some();
     let api_group = str_at(obj, "/roleRef/apiGroup");
     if api_group != RBAC {
@@ -1766,19 +1763,17 @@ fn binding(obj: &Value, old: Option<&Value>, namespaced: bool, errs: &mut Vec<Fi
         ));
     }
     let name = str_at(obj, "/roleRef/name");
-    if present(obj, "/roleRef/name") {
-        if name.is_empty() {
-            errs.push(FieldError::required("roleRef.name", ""));
-        } else if let Some(m) = crate::meta::check_path_segment(name) {
-            errs.push(FieldError::invalid("roleRef.name", BadValue::str(name), m));
-        }
+    if name.is_empty() {
+        errs.push(FieldError::required("roleRef.name", ""));
+    } else if let Some(m) = crate::meta::check_path_segment(name) {
+        errs.push(FieldError::invalid("roleRef.name", BadValue::str(name), m));
     }
     let subjects = obj.get("subjects").and_then(Value::as_array);
     for (i, subject) in subjects.into_iter().flatten().enumerate() {
         let path = |f: &str| format!("subjects[{i}].{f}");
         let name = str_at(subject, "/name");
         let group = str_at(subject, "/apiGroup");
-        if present(subject, "/name") && name.is_empty() {
+        if name.is_empty() {
             errs.push(FieldError::required(&path("name"), ""));
         }
         if !present(subject, "/kind") {

@@ -1328,7 +1328,7 @@ async fn rbac_rules_and_bindings_are_checked() {
             &object(
                 "Role",
                 "r",
-                json!({"rules": [{"verbs": [], "resources": ["pods"]},
+                json!({"rules": [{"resources": ["pods"]},
                     {"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]}),
             ),
         )
