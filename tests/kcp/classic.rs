@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::json;
 use service_provider::kube::api::ObjectMeta;
 use service_provider::prelude::*;
-use service_provider::testing::{TestError, TestPlatform};
+use service_provider::testing::TestError;
 
 use crate::common;
 
@@ -75,11 +75,8 @@ impl Reconcile for Classic {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workloads_in_a_workspace_are_explained() -> Result<(), TestError> {
-    common::logs();
-    let platform = TestPlatform::<Classic>::builder()
-        .provider_config(json!({ "pollInterval": "1m" }))
+    let platform = common::platform::<Classic>(json!({ "pollInterval": "1m" }))
         .modes([Mode::Kcp])
-        .timeout(common::TIMEOUT)
         .start()
         .await?;
     let tenant = platform

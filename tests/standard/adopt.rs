@@ -19,7 +19,7 @@ use service_provider::openmcp::naming::{
     request_labels, stable_mcp_namespace, stable_request_name,
 };
 use service_provider::prelude::*;
-use service_provider::testing::{TestError, TestPlatform, eventually};
+use service_provider::testing::{TestError, eventually};
 
 use crate::common;
 
@@ -89,10 +89,7 @@ async fn a_go_access_request_is_adopted_without_a_write_and_never_widens_the_gra
 -> Result<(), TestError> {
     const SAME: &str = "tenant-same";
     const WIDER: &str = "tenant-wider";
-    common::logs();
-    let platform = TestPlatform::<Adoptee>::builder()
-        .provider_config(json!({ "pollInterval": "1m" }))
-        .timeout(common::TIMEOUT)
+    let platform = common::platform::<Adoptee>(json!({ "pollInterval": "1m" }))
         .start()
         .await?;
     // The ControlPlanes first: the Go provider's requests live in their platform namespaces,

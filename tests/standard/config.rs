@@ -9,7 +9,7 @@ use serde_json::json;
 use service_provider::dev::ControlPlaneRef;
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
-use service_provider::testing::{TestError, TestPlatform, eventually};
+use service_provider::testing::{TestError, eventually};
 use service_provider::{Mode, ServiceProvider};
 use service_provider_runtime::ops::metrics::ReconcileResult;
 
@@ -119,12 +119,9 @@ async fn invalid_version_is_reported_not_retried_and_healed_by_the_provider_conf
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_config_change_reconciles_every_object() -> Result<(), TestError> {
-    common::logs();
     let mut config = common::velero_config();
-    let platform = TestPlatform::<Velero>::builder()
-        .provider_config(&config)
+    let platform = common::platform::<Velero>(&config)
         .modes([Mode::Standard])
-        .timeout(TIMEOUT)
         .start()
         .await?;
     let mut tenants = Vec::new();

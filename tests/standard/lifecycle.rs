@@ -9,9 +9,9 @@ use service_provider::Mode;
 use service_provider::kube::Api;
 use service_provider::openmcp::naming::{stable_mcp_namespace, stable_request_name};
 use service_provider::openmcp::{AccessRequest, ClusterRequest};
-use service_provider::testing::{TestError, TestPlatform};
+use service_provider::testing::TestError;
 
-use crate::common::{self, TIMEOUT};
+use crate::common;
 use crate::velero::Velero;
 
 const NAMESPACE: &str = "project-a--ws-b";
@@ -19,11 +19,8 @@ const NAME: &str = "tenant-a";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn velero_installs_updates_and_uninstalls() -> Result<(), TestError> {
-    common::logs();
-    let platform = TestPlatform::<Velero>::builder()
-        .provider_config(common::velero_config())
+    let platform = common::platform::<Velero>(common::velero_config())
         .modes([Mode::Standard])
-        .timeout(TIMEOUT)
         .start()
         .await?;
     // A second tenant on the same workload cluster, which stays: uninstalling one tenant must

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use service_provider::dev::ControlPlaneRef;
-use service_provider::testing::{TestError, TestPlatform, eventually};
+use service_provider::testing::{TestError, eventually};
 
 use crate::common;
 use crate::flaky::Flaky;
@@ -83,11 +83,7 @@ async fn authors_log_line() -> Result<(), TestError> {
     tracing::subscriber::set_global_default(subscriber)
         .expect("no other test installs a global subscriber (unset RUST_LOG)");
 
-    let platform = TestPlatform::<Flaky>::builder()
-        .provider_config(json!({}))
-        .timeout(common::TIMEOUT)
-        .start()
-        .await?;
+    let platform = common::platform::<Flaky>(json!({})).start().await?;
     platform
         .create_tenant(&format!("{NAMESPACE}/logged"), json!({}))
         .await?;

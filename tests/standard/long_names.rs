@@ -11,7 +11,7 @@ use service_provider::openmcp::naming::{
     request_labels, stable_mcp_namespace, stable_request_name,
 };
 use service_provider::prelude::*;
-use service_provider::testing::{TestError, TestPlatform};
+use service_provider::testing::TestError;
 
 use crate::common;
 
@@ -49,10 +49,7 @@ async fn a_long_named_tenant_gets_access_and_an_optional_workload_does_not_skip_
     let namespace = format!("project-long--ws-{}", "n".repeat(46));
     let name = format!("tenant-{}", "l".repeat(56));
     assert_eq!((namespace.len(), name.len()), (63, 63));
-    common::logs();
-    let platform = TestPlatform::<LongNamed>::builder()
-        .provider_config(json!({ "pollInterval": "1m" }))
-        .timeout(common::TIMEOUT)
+    let platform = common::platform::<LongNamed>(json!({ "pollInterval": "1m" }))
         .start()
         .await?;
     let provider = platform.provider_name();

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 use service_provider::k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use service_provider::openmcp::AccessRequest;
-use service_provider::testing::{TestError, TestPlatform};
+use service_provider::testing::TestError;
 
 use crate::common;
 use crate::velero::Velero;
@@ -18,11 +18,8 @@ const SHORT: Duration = Duration::from_secs(3);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_explains_the_condition_and_events_and_a_new_spec_recovers() {
-    common::logs();
-    let platform = TestPlatform::<Velero>::builder()
-        .provider_config(common::velero_config())
+    let platform = common::platform::<Velero>(common::velero_config())
         .modes([service_provider::Mode::Standard])
-        .timeout(common::TIMEOUT)
         .start()
         .await
         .expect("the platform starts");
@@ -101,11 +98,8 @@ async fn a_timeout_explains_the_condition_and_events_and_a_new_spec_recovers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_names_the_access_the_platform_has_not_granted() {
-    common::logs();
-    let platform = TestPlatform::<Velero>::builder()
-        .provider_config(common::velero_config())
+    let platform = common::platform::<Velero>(common::velero_config())
         .modes([service_provider::Mode::Standard])
-        .timeout(common::TIMEOUT)
         .start()
         .await
         .expect("the platform starts");

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use service_provider::dev::TestEnv;
 use service_provider::kube::{Api, Resource};
+use service_provider::testing::{TestPlatform, TestPlatformBuilder};
 use service_provider::{Reconcile, ServiceProvider};
 use service_provider_runtime::runner::Runtime;
 
@@ -26,6 +27,15 @@ pub fn logs() {
             .with_writer(std::io::stderr)
             .try_init();
     }
+}
+
+/// The author's test kit's platform for provider `P` with ProviderConfig spec `config`, this
+/// suite's [`TIMEOUT`] and its logs: add `.modes(..)` if need be, then `.start()`.
+pub fn platform<P: Reconcile>(config: impl Serialize) -> TestPlatformBuilder<P> {
+    logs();
+    TestPlatform::builder()
+        .provider_config(config)
+        .timeout(TIMEOUT)
 }
 
 /// The provider's platform client: its ServiceAccount, bound to the generated ClusterRole only.
