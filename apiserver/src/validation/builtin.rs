@@ -116,7 +116,7 @@ const ALWAYS: &[&str] = &["Always"];
 /// - storageclasses: pkg/apis/storage/validation/validation.go `ValidateStorageClassUpdate`;
 /// - events.k8s.io events: pkg/apis/core/validation/events.go `ValidateEventCreate`;
 /// - ingresses: pkg/apis/networking/validation/validation.go `ValidateIngressSpec` (rules, hosts,
-///   paths, backends; not TLS);
+///   paths, backends, `validateIngressTLS`; wildcard hosts unchecked);
 /// - roles, clusterroles, rolebindings, clusterrolebindings: pkg/apis/rbac/validation/validation.go
 ///   `ValidatePolicyRule`, `ValidateRoleBinding`, `ValidateClusterRoleBinding` (and their
 ///   `Update`s: the roleRef is immutable), `validateRoleBindingSubject`.
@@ -1504,8 +1504,8 @@ fn time_zone_errors(tz: &str, errs: &mut Vec<FieldError>) {
 }
 
 /// `ValidateIngressSpec` for networking.k8s.io/v1: something to route to, DNS hosts, paths
-/// with a type, and backends that name one service port or a resource.
-fn ingress(obj: &Value, _old: Option<&Value>, errs: &mut Vec<FieldError>) {
+/// with a type, backends that name one service port or a resource, and TLS hosts and secrets.
+fn ingress(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) {
     let rules = obj.pointer("/spec/rules").and_then(Value::as_array);
     let default_backend = obj.pointer("/spec/defaultBackend").filter(|v| !v.is_null());
     if rules.is_none_or(Vec::is_empty) && default_backend.is_none() {
@@ -1552,6 +1552,44 @@ fn ingress(obj: &Value, _old: Option<&Value>, errs: &mut Vec<FieldError>) {
         }
         for (j, path) in paths.into_iter().flatten().enumerate() {
             ingress_path(path, &format!("{rp}.http.paths[{j}]"), errs);
+        }
+    }
+    // validateIngressTLS: hosts as rule hosts; a secret's name, unless the stored Ingress already
+    // had an invalid one (allowInvalidSecretName).
+    let tls_of = |v: &Value| -> Vec<Value> {
+        v.pointer("/spec/tls")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let invalid_secret = |t: &Value| {
+        let name = str_at(t, "/secretName");
+        !name.is_empty() && !dns1123_subdomain(name).is_empty()
+    };
+    let allow_invalid_secret = old.is_some_and(|o| tls_of(o).iter().any(invalid_secret));
+    for (i, t) in tls_of(obj).iter().enumerate() {
+        for (j, host) in strings_at(t, "/hosts").iter().enumerate() {
+            // Wildcard hosts (IsWildcardDNS1123Subdomain) are left unchecked.
+            if host.contains('*') {
+                continue;
+            }
+            for m in dns1123_subdomain(host) {
+                errs.push(FieldError::invalid(
+                    &format!("spec.tls[{i}].hosts[{j}]"),
+                    BadValue::str(host.as_str()),
+                    m,
+                ));
+            }
+        }
+        let secret = str_at(t, "/secretName");
+        if !secret.is_empty() && !allow_invalid_secret {
+            for m in dns1123_subdomain(secret) {
+                errs.push(FieldError::invalid(
+                    &format!("spec.tls[{i}].secretName"),
+                    BadValue::str(secret),
+                    m,
+                ));
+            }
         }
     }
     if let Some(class) = obj

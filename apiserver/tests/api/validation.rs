@@ -1651,6 +1651,32 @@ async fn ingresses_route_typed_paths_to_one_service_port() {
             "Required value: pathType must be specified"
         )]
     );
+    let e = ingresses
+        .create(
+            &PostParams::default(),
+            &ingress(
+                json!({"defaultBackend": {"resource": {"kind": "Bucket", "name": "b"}},
+                "tls": [{"hosts": ["Not.Valid"], "secretName": "tls_secret"}]}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    let cs = causes(e);
+    let summary: Vec<(&str, &str, bool)> = cs
+        .iter()
+        .map(|(f, r, m)| {
+            let subdomain = m.contains(": a lowercase RFC 1123 subdomain must consist of");
+            (f.as_str(), r.as_str(), subdomain)
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("spec.tls[0].hosts[0]", "FieldValueInvalid", true),
+            ("spec.tls[0].secretName", "FieldValueInvalid", true),
+        ],
+        "{cs:?}"
+    );
     ingresses
         .create(
             &PostParams::default(),
