@@ -17,10 +17,12 @@ use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, ResourceExt};
 
 use crate::access::clients::ClientFactory;
 use crate::access::onboarding::{OnboardingError, onboarding_access};
+use crate::access::watch_error;
 use crate::context::ClusterAccess;
 use crate::error::Error;
 use crate::manifests::{CLUSTER_LABEL, provider_config_crd, service_crd};
@@ -177,8 +179,8 @@ pub async fn init<P: ServiceProvider>(
 /// Installs `crd` as the Go `CRDManager` does (controller-utils `resources.CreateOrUpdateResource`
 /// with the CRD mutator): created when missing, else its spec replaced whole and its labels and
 /// annotations added — so a CRD a Go provider installed under the same name (controller-gen's
-/// plural) is taken over as it is, not merged with a schema it no longer has — then waits until
-/// it is Established.
+/// plural) is taken over as it is, not merged with a schema it no longer has — then watches it
+/// until it is Established.
 async fn install_crd(
     client: kube::Client,
     crd: &CustomResourceDefinition,
@@ -219,26 +221,11 @@ async fn install_crd(
             Err(err) => return Err(crd_error(err)),
         }
     }
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut interval = Duration::from_millis(50);
-    loop {
-        let current = api.get(&name).await.map_err(crd_error)?;
-        let established = current
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|c| {
-                c.iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True")
-            });
-        if established {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(InitError::NotEstablished(name));
-        }
-        tokio::time::sleep(interval).await;
-        interval = (interval * 2).min(Duration::from_secs(1));
+    let established = await_condition(api, &name, conditions::is_crd_established());
+    match tokio::time::timeout(timeout, established).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(err)) => Err(crd_error(watch_error(err))),
+        Err(_) => Err(InitError::NotEstablished(name)),
     }
 }
 

@@ -88,7 +88,7 @@ pub fn rules(info: &ProviderInfo, place: Place, api_export_name: &str) -> Vec<Po
 /// Secrets/ConfigMaps a ProviderConfig refers to; the tenant namespaces `mcp--<uuid>` (created
 /// when missing); kcp mode's leader election Lease (created, read and updated as client-go does);
 /// and for `init`, the ServiceProvider status (registering the Service API GVK) and the
-/// ProviderConfig CRD (created or updated, read until Established).
+/// ProviderConfig CRD (created or updated, watched until Established).
 pub fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     vec![
         rule(info.group, &["providerconfigs"], &[GET, LIST, WATCH]),
@@ -106,7 +106,7 @@ pub fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
         rule(
             APIEXTENSIONS,
             &["customresourcedefinitions"],
-            &[GET, CREATE, UPDATE],
+            &[GET, LIST, WATCH, CREATE, UPDATE],
         ),
     ]
 }
@@ -128,13 +128,13 @@ pub fn onboarding_run_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     ]
 }
 
-/// Onboarding cluster, as `init` uses it: the Service API CRD (created or updated, read until
+/// Onboarding cluster, as `init` uses it: the Service API CRD (created or updated, watched until
 /// Established). This is what `init` asks for in its `<group>--onboarding-init` AccessRequest.
 pub fn onboarding_init_rules(_info: &ProviderInfo) -> Vec<PolicyRule> {
     vec![rule(
         APIEXTENSIONS,
         &["customresourcedefinitions"],
-        &[GET, CREATE, UPDATE],
+        &[GET, LIST, WATCH, CREATE, UPDATE],
     )]
 }
 

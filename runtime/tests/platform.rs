@@ -1228,3 +1228,120 @@ async fn a_provider_can_be_left_for_its_own_init() -> TestResult {
     );
     Ok(())
 }
+
+/// Onboarding access as `init` and `run` obtain it, from a platform whose operator is stopped and
+/// answered for by hand here: it takes up a grant whose Secret is written after it, and a denial
+/// or no answer at all ends it with an error naming the request.
+#[tokio::test]
+async fn onboarding_access_waits_for_the_grant_and_its_secret() -> TestResult {
+    use service_provider_runtime::access::clients::ClientFactory;
+    use service_provider_runtime::access::onboarding::onboarding_access;
+    use service_provider_runtime::openmcp::naming::stable_request_name;
+
+    let env = TestEnv::builder().start().await?;
+    env.operator().stop();
+    let platform = env.platform().client();
+    let ns = "onboarding-access";
+    Api::<Namespace>::all(platform.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": ns}}))?,
+        )
+        .await?;
+    let request = |local_name: &'static str, timeout: Duration| {
+        let platform = platform.clone();
+        tokio::spawn(async move {
+            let rules = vec![rule(&[""], &["configmaps"], &["get"])];
+            onboarding_access(
+                &platform,
+                &ClientFactory::new(),
+                "foo.example",
+                ns,
+                local_name,
+                rules,
+                timeout,
+            )
+            .await
+        })
+    };
+    let crs: Api<ClusterRequest> = Api::namespaced(platform.clone(), ns);
+    let ars: Api<AccessRequest> = Api::namespaced(platform.clone(), ns);
+    let answer = |phase: &str| Patch::Merge(json!({"status": {"phase": phase}}));
+
+    // Granted, and the Secret comes only after the grant.
+    let granted = request("onboarding-run", TIMEOUT);
+    let name = stable_request_name("foo.example", "onboarding-run", "")?;
+    wait_for(&crs, &name, TIMEOUT, conditions::exists()).await?;
+    crs.patch_status(&name, &PatchParams::default(), &answer("Granted"))
+        .await?;
+    let ar = wait_for(&ars, &name, TIMEOUT, conditions::exists())
+        .await?
+        .ok_or("no AccessRequest")?;
+    let secret = format!("{name}.kubeconfig");
+    let secret_reads = || env.platform().requests("list", "secrets");
+    let before = secret_reads();
+    ars.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {
+            "phase": "Granted",
+            "observedGeneration": ar.metadata.generation,
+            "secretRef": {"name": secret},
+        }})),
+    )
+    .await?;
+    // The Secret is written only once the grant is taken up and its Secret looked for.
+    tokio::time::timeout(TIMEOUT, async {
+        while secret_reads() == before {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await?;
+    assert!(!granted.is_finished(), "granted without its Secret");
+    let kubeconfig = env.onboarding().kubeconfig();
+    Api::<Secret>::namespaced(platform.clone(), ns)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": secret},
+                "stringData": {"kubeconfig": kubeconfig},
+            }))?,
+        )
+        .await?;
+    let access = tokio::time::timeout(TIMEOUT, granted).await???;
+    Api::<Namespace>::all(access.client().clone())
+        .get("default")
+        .await?;
+
+    // Denied.
+    let denied = request("onboarding-init", TIMEOUT);
+    let name = stable_request_name("foo.example", "onboarding-init", "")?;
+    wait_for(&crs, &name, TIMEOUT, conditions::exists()).await?;
+    crs.patch_status(&name, &PatchParams::default(), &answer("Denied"))
+        .await?;
+    let err = tokio::time::timeout(TIMEOUT, denied)
+        .await??
+        .err()
+        .ok_or("a denied request gave access")?;
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "ClusterRequest {ns}/{name} was denied by the platform; check the platform operator's logs"
+        )
+    );
+
+    // Not answered.
+    let unanswered = request("onboarding-other", Duration::from_secs(2));
+    let name = stable_request_name("foo.example", "onboarding-other", "")?;
+    let err = tokio::time::timeout(TIMEOUT, unanswered)
+        .await??
+        .err()
+        .ok_or("an unanswered request gave access")?;
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "ClusterRequest {ns}/{name} was not granted within 2s; is the openMCP platform operator running?"
+        )
+    );
+    Ok(())
+}

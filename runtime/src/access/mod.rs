@@ -791,6 +791,20 @@ pub fn is_status(err: &kube::Error, code: u16) -> bool {
     matches!(err, kube::Error::Api(status) if status.code == code)
 }
 
+/// The client error behind a failed `kube::runtime::wait::await_condition`, so a watch that
+/// fails reads like the request that failed (a 403 is a 403).
+pub(crate) fn watch_error(err: kube::runtime::wait::Error) -> kube::Error {
+    use kube::runtime::watcher::Error as Watch;
+    let kube::runtime::wait::Error::ProbeFailed(err) = err;
+    match err {
+        Watch::InitialListFailed(err) | Watch::WatchStartFailed(err) | Watch::WatchFailed(err) => {
+            err
+        }
+        Watch::WatchError(status) => kube::Error::Api(status),
+        Watch::NoResourceVersion => kube::Error::Service(Box::new(Watch::NoResourceVersion)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,11 @@
 //! `<group>--onboarding-init` (for `init`) or `<group>--onboarding-run` (for `run`) in the
 //! provider's own namespace, as `clusteraccess.Manager.CreateAndWaitForCluster` of the Go library
 //! creates them, and the client built from the granted kubeconfig.
+//!
+//! Where the Go library polls every 10 s, the requests and the Secret are watched (kube-runtime's
+//! `await_condition`, a watch on one name), so a grant is taken up at once. The platform identity
+//! may list and watch them: the runtime's platform ClusterRole says so, and openMCP makes the
+//! provider's and its init Job's ServiceAccounts `cluster-admin` on the platform.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -10,9 +15,10 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use kube::Api;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::wait::await_condition;
 
 use crate::access::clients::ClientFactory;
-use crate::access::is_status;
+use crate::access::{is_status, watch_error};
 use crate::context::ClusterAccess;
 use crate::context::SecretRef;
 use crate::openmcp::clusters::RequestStatus;
@@ -117,16 +123,18 @@ pub async fn onboarding_access(
             ))(err));
         }
     }
-    wait("ClusterRequest", namespace, &name, timeout, || async {
-        let cr = crs.get(&name).await.map_err(api_err(format!(
-            "reading ClusterRequest {namespace}/{name}"
-        )))?;
-        Ok(match cr.status {
+    wait(
+        &crs,
+        "ClusterRequest",
+        namespace,
+        &name,
+        timeout,
+        |cr| match cr.and_then(|cr| cr.status.as_ref()) {
             Some(s) if s.is_granted() => Answer::Granted(()),
             Some(s) if s.is_denied() => Answer::Denied,
             _ => Answer::Pending,
-        })
-    })
+        },
+    )
     .await?;
 
     let ars: Api<AccessRequest> = Api::namespaced(platform.clone(), namespace);
@@ -166,35 +174,44 @@ pub async fn onboarding_access(
             ))(err));
         }
     }
-    let secret = wait("AccessRequest", namespace, &name, timeout, || async {
-        let ar = ars
-            .get(&name)
-            .await
-            .map_err(api_err(format!("reading AccessRequest {namespace}/{name}")))?;
+    let secret = wait(&ars, "AccessRequest", namespace, &name, timeout, |ar| {
+        let Some(ar) = ar else {
+            return Answer::Pending;
+        };
         let secret = ar
             .status
             .as_ref()
             .and_then(|s| s.secret_ref.as_ref())
             .map(|s| s.name.clone());
-        Ok(match (&ar.status, secret) {
+        match (&ar.status, secret) {
             (Some(s), _) if s.is_denied() => Answer::Denied,
             (_, Some(secret)) if ar.is_ready() => Answer::Granted(secret),
             _ => Answer::Pending,
-        })
+        }
     })
     .await?;
 
+    // The operator writes the Secret before it grants the request; one written after the grant
+    // is waited for as long again.
     let secrets: Api<Secret> = Api::namespaced(platform.clone(), namespace);
+    let data = wait(
+        &secrets,
+        "Secret",
+        namespace,
+        &secret,
+        timeout,
+        |secret| match secret {
+            Some(secret) => Answer::Granted(secret.data.clone()),
+            None => Answer::Pending,
+        },
+    )
+    .await?;
     let kubeconfig_error = |message: String| OnboardingError::Kubeconfig {
         namespace: namespace.to_owned(),
         name: secret.clone(),
         message,
     };
-    let data = secrets
-        .get(&secret)
-        .await
-        .map_err(api_err(format!("reading Secret {namespace}/{secret}")))?
-        .data
+    let data = data
         .and_then(|mut d| d.remove(SECRET_KEY_KUBECONFIG))
         .ok_or_else(|| kubeconfig_error(format!("it has no {SECRET_KEY_KUBECONFIG:?} key")))?;
     let client = factory
@@ -211,57 +228,60 @@ pub async fn onboarding_access(
     ))
 }
 
+/// How a watched object stands.
 enum Answer<T> {
+    /// Not answered yet (or not there yet).
     Pending,
+    /// Granted, with what the caller needs of it.
     Granted(T),
+    /// Denied by the platform.
     Denied,
 }
 
-/// Polls `check` with a growing interval (100 ms to 2 s) until the request is answered or
-/// `timeout` passes. Start-up only, so a watch would buy nothing.
-async fn wait<T, F, Fut>(
+/// After this long without an answer, say (once) that we are waiting for the platform.
+const PATIENCE: Duration = Duration::from_secs(1);
+
+/// Watches object `name` of `api` until `answer` is not [`Answer::Pending`] or `timeout`
+/// passes. A failed watch ends the wait, as a failed read ends the Go library's poll.
+async fn wait<K, T>(
+    api: &Api<K>,
     kind: &'static str,
     namespace: &str,
     name: &str,
     timeout: Duration,
-    mut check: F,
+    answer: impl Fn(Option<&K>) -> Answer<T>,
 ) -> Result<T, OnboardingError>
 where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<Answer<T>, OnboardingError>>,
+    K: kube::Resource + Clone + std::fmt::Debug + Send + serde::de::DeserializeOwned + 'static,
 {
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut interval = Duration::from_millis(100);
-    let mut logged = false;
-    loop {
-        match check().await {
-            Ok(Answer::Granted(value)) => return Ok(value),
-            Ok(Answer::Denied) => {
-                return Err(OnboardingError::Denied {
-                    kind,
-                    namespace: namespace.to_owned(),
-                    name: name.to_owned(),
-                });
-            }
-            Ok(Answer::Pending) => {}
-            // The platform may be briefly unavailable while we start; keep trying until the
-            // deadline, then report the last failure.
-            Err(err) if tokio::time::Instant::now() >= deadline => return Err(err),
-            Err(err) => tracing::debug!(error = %err, "waiting for onboarding access"),
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(OnboardingError::Timeout {
-                kind,
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-                timeout,
-            });
-        }
-        if !logged && interval >= Duration::from_secs(1) {
+    let answered = |object: Option<&K>| !matches!(answer(object), Answer::Pending);
+    let watch = tokio::time::timeout(timeout, await_condition(api.clone(), name, answered));
+    tokio::pin!(watch);
+    let watched = match tokio::time::timeout(PATIENCE, &mut watch).await {
+        Ok(watched) => watched,
+        Err(_) => {
             tracing::info!(%namespace, %name, kind, "waiting for the platform to grant onboarding access");
-            logged = true;
+            watch.await
         }
-        tokio::time::sleep(interval).await;
-        interval = (interval * 2).min(Duration::from_secs(2));
+    };
+    let object = watched
+        .map_err(|_| OnboardingError::Timeout {
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            timeout,
+        })?
+        .map_err(|err| OnboardingError::Api {
+            doing: format!("watching {kind} {namespace}/{name}"),
+            source: watch_error(err),
+        })?;
+    match answer(object.as_ref()) {
+        Answer::Granted(value) => Ok(value),
+        Answer::Denied => Err(OnboardingError::Denied {
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }),
+        Answer::Pending => unreachable!("await_condition returns once the object is answered"),
     }
 }
