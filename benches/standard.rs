@@ -80,16 +80,16 @@ mod baseline {
 
     use super::Bench;
 
-    pub const FINALIZER: &str = "bench.services.open-control-plane.io/baseline";
+    pub(crate) const FINALIZER: &str = "bench.services.open-control-plane.io/baseline";
 
-    pub struct Ctx {
+    pub(crate) struct Ctx {
         pub onboarding: Client,
         pub platform: Client,
         pub reconciles: AtomicU64,
     }
 
     #[derive(Debug, thiserror::Error)]
-    pub enum Error {
+    pub(crate) enum Error {
         #[error(transparent)]
         Kube(#[from] service_provider::kube::Error),
         #[error(transparent)]
@@ -100,7 +100,7 @@ mod baseline {
         Other(String),
     }
 
-    pub fn run(
+    pub(crate) fn run(
         ctx: Arc<Ctx>,
         reconcile_all: impl Stream<Item = ()> + Send + Sync + 'static,
     ) -> impl Stream<Item = ()> {

@@ -24,8 +24,8 @@ use super::support::ReadyTimes;
 use super::{CONCURRENCY, NAMESPACE, TIMEOUT, diff, print_calls, reads_and_writes, settled};
 
 #[path = "../../examples/external-secrets/main.rs"]
-#[allow(dead_code)]
-pub mod example;
+#[allow(dead_code, unreachable_pub)] // a binary's `pub` items, here in a module
+pub(crate) mod example;
 
 const PROVIDER: &str = "eso-bench";
 const CHART: &str = "oci://registry.test/charts/external-secrets";
@@ -34,7 +34,7 @@ const PULL_SECRETS: [&str; 2] = ["regcred", "chart-creds"];
 /// The example's objects, written by hand: namespace and pull-secret copy in the tenant's
 /// cluster; namespace, kubeconfig Secret, chart pull-secret copy, OCIRepository and HelmRelease
 /// on the workload cluster.
-pub mod by_hand {
+pub(crate) mod by_hand {
     use std::collections::BTreeMap;
     use std::time::Duration;
 
@@ -49,7 +49,7 @@ pub mod by_hand {
     use service_provider::kube::{Api, Client, Resource};
     use service_provider::prelude::*;
 
-    pub use super::example::EsoConfig;
+    pub(crate) use super::example::EsoConfig;
 
     /// External Secrets Operator, written by hand.
     #[service_provider(
@@ -59,7 +59,7 @@ pub mod by_hand {
         config = EsoConfig,
         workload_cluster = required,
     )]
-    pub struct ExternalSecretsOperatorSpec {
+    pub(crate) struct ExternalSecretsOperatorSpec {
         /// The external-secrets Helm chart version.
         pub version: String,
     }
@@ -271,7 +271,7 @@ pub mod by_hand {
 
 /// What one implementation achieved.
 #[derive(Default, Debug)]
-pub struct Results {
+pub(crate) struct Results {
     /// Tenants to Ready per second, all created at once.
     pub throughput: f64,
     /// Writes per tenant, create to Ready, across every cluster (the platform's own included).
@@ -399,7 +399,7 @@ async fn measure<P: Reconcile>(
 }
 
 /// `tenants` tenants with the example, then as many with the hand-written twin.
-pub async fn run(tenants: usize) -> (Results, Results) {
+pub(crate) async fn run(tenants: usize) -> (Results, Results) {
     let ours = self::tenants("ours", tenants);
     let base = self::tenants("base", tenants);
     let env = TestEnv::builder()

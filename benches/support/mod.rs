@@ -20,7 +20,7 @@ use tokio::sync::Notify;
     kind = "Bench",
     kcp
 )]
-pub struct BenchSpec {
+pub(crate) struct BenchSpec {
     /// Anything.
     #[serde(default)]
     pub value: String,
@@ -39,14 +39,14 @@ impl Reconcile for Bench {
 /// When each object first became Ready, from one watch per client, keyed by what `key` picks
 /// (the name in standard mode, the logical cluster in kcp).
 #[derive(Clone)]
-pub struct ReadyTimes {
+pub(crate) struct ReadyTimes {
     key: fn(&ObjectMeta) -> Option<String>,
     times: Arc<Mutex<HashMap<String, Instant>>>,
     changed: Arc<Notify>,
 }
 
 impl ReadyTimes {
-    pub fn new(key: fn(&ObjectMeta) -> Option<String>) -> Self {
+    pub(crate) fn new(key: fn(&ObjectMeta) -> Option<String>) -> Self {
         ReadyTimes {
             key,
             times: Arc::default(),
@@ -55,7 +55,7 @@ impl ReadyTimes {
     }
 
     /// Watches the Service API objects of kind `K` (any provider's: read as `DynamicObject`).
-    pub fn watch<K: Resource<DynamicType = ()>>(
+    pub(crate) fn watch<K: Resource<DynamicType = ()>>(
         &self,
         client: service_provider::kube::Client,
     ) -> tokio::task::JoinHandle<()> {
@@ -90,12 +90,12 @@ impl ReadyTimes {
     }
 
     /// Forgets every time recorded, for a second round over the same objects.
-    pub fn forget(&self) {
+    pub(crate) fn forget(&self) {
         self.times.lock().unwrap().clear();
     }
 
     /// When the last of `keys` became Ready.
-    pub async fn wait(&self, keys: &[String], timeout: Duration) -> Instant {
+    pub(crate) async fn wait(&self, keys: &[String], timeout: Duration) -> Instant {
         let deadline = Instant::now() + timeout;
         loop {
             let notified = self.changed.notified();
@@ -121,7 +121,7 @@ impl ReadyTimes {
 
 /// A process's memory in MiB, from `/proc/<pid>/status`.
 #[derive(Clone, Copy, Debug)]
-pub struct Memory {
+pub(crate) struct Memory {
     /// Resident now (`VmRSS`).
     pub resident: f64,
     /// Resident at the peak (`VmHWM`).
@@ -130,7 +130,7 @@ pub struct Memory {
     pub anonymous: f64,
 }
 
-pub fn memory_of(pid: u32) -> Option<Memory> {
+pub(crate) fn memory_of(pid: u32) -> Option<Memory> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| {
         status
@@ -147,7 +147,7 @@ pub fn memory_of(pid: u32) -> Option<Memory> {
 }
 
 /// Logs to stderr when `RUST_LOG` is set.
-pub fn logs() {
+pub(crate) fn logs() {
     if std::env::var_os("RUST_LOG").is_some() {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -157,7 +157,7 @@ pub fn logs() {
 }
 
 /// The value after `--name` on the command line (`cargo bench` adds `--bench`; the rest is ours).
-pub fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+pub(crate) fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1))

@@ -52,7 +52,7 @@ impl std::fmt::Display for ObjectKey {
 
 /// A change to a cached object: `old` is what the cache held, `new` what it holds now (`None`
 /// when the object is gone).
-pub struct Change<'a, K> {
+pub(crate) struct Change<'a, K> {
     /// The object before the change.
     pub old: Option<&'a Arc<K>>,
     /// The object after the change.
@@ -310,7 +310,7 @@ pub(crate) fn short_type_name<K>() -> String {
 /// became undecodable, `None` when it is gone or decodes again — while every other object is
 /// served. Without this, kube's list of the whole collection fails on it, and so does every
 /// re-list: nothing would be reconciled.
-pub async fn reflect<K, Q, S>(
+pub(crate) async fn reflect<K, Q, S>(
     stream: S,
     cache: Cache<Q, K>,
     key: impl Fn(&DeserializeGuard<K>) -> Option<Q>,
@@ -471,7 +471,7 @@ fn warn_invalid<K, Q: Debug>(key: &Q, invalid: &InvalidObject) {
 /// Whether resourceVersion `a` is known to be newer than `b`. resourceVersions are opaque to
 /// clients, but every API server the runtime talks to (kube-apiserver on etcd, kcp, the embedded
 /// one) issues increasing integers; anything else is treated as "not known to be newer".
-pub fn is_newer(a: Option<&str>, b: Option<&str>) -> bool {
+pub(crate) fn is_newer(a: Option<&str>, b: Option<&str>) -> bool {
     match (
         a.and_then(|a| a.parse::<u64>().ok()),
         b.and_then(|b| b.parse::<u64>().ok()),
@@ -491,7 +491,7 @@ fn same_version<K: Resource>(old: Option<&K>, new: &K) -> bool {
 /// Drops `managedFields`, which the runtime never reads and which can double an object's size,
 /// and the spare room of the metadata's lists: a list deserialized from JSON keeps room for four
 /// entries when it holds one, and a cached object lives as long as the object does.
-pub fn compact_meta<K: Resource>(object: &mut K) {
+pub(crate) fn compact_meta<K: Resource>(object: &mut K) {
     let meta = object.meta_mut();
     meta.managed_fields = None;
     if let Some(finalizers) = meta.finalizers.as_mut() {

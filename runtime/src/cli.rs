@@ -335,7 +335,7 @@ fn go_style_args<T: Into<OsString>>(args: impl IntoIterator<Item = T>) -> Vec<Os
 
 /// Parses a bind address the way controller-runtime takes it: `:8080` binds every interface,
 /// `0` (or empty) turns the endpoint off.
-pub fn parse_bind_address(flag: &str, value: &str) -> Result<Option<SocketAddr>, String> {
+pub(crate) fn parse_bind_address(flag: &str, value: &str) -> Result<Option<SocketAddr>, String> {
     if value.is_empty() || value == "0" {
         return Ok(None);
     }

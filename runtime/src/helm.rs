@@ -24,7 +24,7 @@ use crate::provider::ServiceProvider;
 use crate::provider_config::VersionSpec;
 
 /// Key of the kubeconfig in the Secret the HelmRelease reads (as the Go providers set it).
-pub const KUBECONFIG_KEY: &str = "kubeconfig";
+pub(crate) const KUBECONFIG_KEY: &str = "kubeconfig";
 /// Media type of a Helm chart layer: selected explicitly, because charts pushed by different
 /// tools order their layers differently (service-provider-external-secrets `flux.go`).
 const HELM_CHART_LAYER: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
@@ -100,7 +100,7 @@ pub struct HelmMembers {
 }
 
 /// `overlay` merged into `base`: objects key by key, anything else replaced.
-pub fn merge_values(base: &mut Value, overlay: &Value) {
+pub(crate) fn merge_values(base: &mut Value, overlay: &Value) {
     match (base, overlay) {
         (Value::Object(base), Value::Object(overlay)) => {
             for (k, v) in overlay {

@@ -18,7 +18,7 @@ use tracing_subscriber::registry::LookupSpan;
 
 /// The `--verbosity` levels of the openMCP contract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verbosity {
+pub(crate) enum Verbosity {
     /// Everything, including each reconcile.
     Debug,
     /// What changed.
@@ -28,7 +28,7 @@ pub enum Verbosity {
 }
 
 /// The filter for a verbosity: the runtime's own crates at that level, dependencies quieter.
-pub fn filter(verbosity: Verbosity) -> EnvFilter {
+pub(crate) fn filter(verbosity: Verbosity) -> EnvFilter {
     let directives = match verbosity {
         Verbosity::Debug => {
             "info,service_provider=debug,service_provider_runtime=debug,kube_runtime=debug,kube_client=info"
@@ -41,7 +41,7 @@ pub fn filter(verbosity: Verbosity) -> EnvFilter {
 
 /// How log lines are written (`--log-format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     /// One JSON object per line with zap's keys (`level`, `ts`, `logger`, `msg`) and every field
     /// of the event and of its spans at the top level — what the openMCP platform's Go providers
     /// write, so the same log pipeline parses both.
@@ -65,7 +65,7 @@ impl std::str::FromStr for LogFormat {
 
 /// [`filter`], with the provider author's crate (`author_crate`, a log target) at the
 /// verbosity as well: an author's `info!` is the provider's own log line, not a dependency's.
-pub fn provider_filter(verbosity: Verbosity, author_crate: &str) -> EnvFilter {
+pub(crate) fn provider_filter(verbosity: Verbosity, author_crate: &str) -> EnvFilter {
     let level = match verbosity {
         Verbosity::Debug => "debug",
         Verbosity::Info => "info",
@@ -86,7 +86,7 @@ pub fn provider_filter(verbosity: Verbosity, author_crate: &str) -> EnvFilter {
 
 /// The crate `P` is defined in, as a log target: where the provider author's log lines come
 /// from.
-pub fn crate_of<P>() -> &'static str {
+pub(crate) fn crate_of<P>() -> &'static str {
     let path = std::any::type_name::<P>();
     path.split("::").next().unwrap_or(path)
 }
@@ -94,7 +94,7 @@ pub fn crate_of<P>() -> &'static str {
 /// Installs the global subscriber (stderr) for a provider whose code lives in `author_crate`;
 /// `RUST_LOG` overrides the verbosity. Does nothing when a subscriber is already installed
 /// (e.g. in tests).
-pub fn init(verbosity: Verbosity, format: LogFormat, author_crate: &str) {
+pub(crate) fn init(verbosity: Verbosity, format: LogFormat, author_crate: &str) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| provider_filter(verbosity, author_crate));
     let _ = tracing::subscriber::set_global_default(subscriber(filter, format, std::io::stderr));
@@ -102,7 +102,7 @@ pub fn init(verbosity: Verbosity, format: LogFormat, author_crate: &str) {
 
 /// The subscriber [`init`] installs, writing to `writer`: for tests that read what a provider
 /// logs without running it as a process.
-pub fn subscriber<W>(
+pub(crate) fn subscriber<W>(
     filter: EnvFilter,
     format: LogFormat,
     writer: W,

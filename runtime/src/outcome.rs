@@ -59,7 +59,7 @@ pub(crate) enum State {
 }
 
 /// Re-check interval after `progressing` or `blocked` when the author gives none.
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 
 impl<S, Op> Outcome<S, Op> {
     fn new(state: State) -> Self {

@@ -34,7 +34,7 @@ use crate::openmcp::constants::{
 use crate::openmcp::naming::label_value;
 use crate::openmcp::{AccessRequest, ClusterRequest};
 use crate::provider::ServiceProvider;
-use crate::provider_config::{ProviderConfigResource, ProviderConfigStatus};
+use crate::provider_config::ProviderConfigStatus;
 use crate::queue::Triggers;
 use crate::status::write::{patch_status, set_condition};
 
@@ -545,11 +545,6 @@ fn collect_strings(value: &serde_json::Value, out: &mut HashSet<String>) {
         serde_json::Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
         _ => {}
     }
-}
-
-/// Whether `config` asks for a workload cluster for providers that declared one optional.
-pub fn config_wants_workload<C: ProviderConfigResource>(config: &C) -> bool {
-    config.common().workload_cluster.is_some()
 }
 
 /// What the caches keep of a request's metadata: one AccessRequest (and for a workload cluster

@@ -3,7 +3,7 @@
 //!
 //! Written here rather than taken from kube-runtime because kube-runtime's scheduler keys work by
 //! `ObjectRef` (namespace and name), which cannot tell apart two objects of the same name in two
-//! kcp workspaces; this queue takes any key, in practice an [`Identity`](crate::Identity).
+//! kcp workspaces; this queue takes any key, in practice an [`Identity`].
 //!
 //! Guarantees:
 //! - a key is queued at most once (triggers while it waits are merged);

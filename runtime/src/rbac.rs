@@ -73,7 +73,7 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
 ///
 /// For the kcp provider workspace, `api_export_name` is the APIExport whose virtual workspace the
 /// runtime uses (`apiexports/content` is granted for that export only).
-pub fn rules(info: &ProviderInfo, place: Place, api_export_name: &str) -> Vec<PolicyRule> {
+pub(crate) fn rules(info: &ProviderInfo, place: Place, api_export_name: &str) -> Vec<PolicyRule> {
     match place {
         Place::Platform => platform_rules(info),
         Place::Onboarding => onboarding_rules(info),
@@ -89,7 +89,7 @@ pub fn rules(info: &ProviderInfo, place: Place, api_export_name: &str) -> Vec<Po
 /// when missing); kcp mode's leader election Lease (created, read and updated as client-go does);
 /// and for `init`, the ServiceProvider status (registering the Service API GVK) and the
 /// ProviderConfig CRD (created or updated, watched until Established).
-pub fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
+pub(crate) fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     vec![
         rule(info.group, &["providerconfigs"], &[GET, LIST, WATCH]),
         rule(info.group, &["providerconfigs/status"], &[PATCH]),
@@ -117,7 +117,7 @@ pub fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
 /// and updated as client-go does) and its namespace, created when the onboarding cluster lacks
 /// the provider's namespace. This is what `run` asks for in its `<group>--onboarding-run`
 /// AccessRequest.
-pub fn onboarding_run_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
+pub(crate) fn onboarding_run_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     let status = format!("{}/status", info.plural);
     vec![
         rule(info.group, &[info.plural], &[GET, LIST, WATCH, PATCH]),
@@ -130,7 +130,7 @@ pub fn onboarding_run_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
 
 /// Onboarding cluster, as `init` uses it: the Service API CRD (created or updated, watched until
 /// Established). This is what `init` asks for in its `<group>--onboarding-init` AccessRequest.
-pub fn onboarding_init_rules(_info: &ProviderInfo) -> Vec<PolicyRule> {
+pub(crate) fn onboarding_init_rules(_info: &ProviderInfo) -> Vec<PolicyRule> {
     vec![rule(
         APIEXTENSIONS,
         &["customresourcedefinitions"],
@@ -140,7 +140,7 @@ pub fn onboarding_init_rules(_info: &ProviderInfo) -> Vec<PolicyRule> {
 
 /// Onboarding cluster, everything: what `run` and `init` use, for a platform that grants the
 /// provider's onboarding identity with the generated ClusterRole instead of AccessRequests.
-pub fn onboarding_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
+pub(crate) fn onboarding_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     let mut rules = onboarding_run_rules(info);
     rules.extend(onboarding_init_rules(info));
     rules
@@ -154,7 +154,7 @@ pub fn onboarding_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
 /// kcp authorizes each virtual-workspace request by `apiexports/content` on the export with the
 /// request's own verb, so those verbs are the union of what the runtime does through it: read,
 /// update and patch Service API objects and their status, and the claimed resources' verbs.
-pub fn kcp_provider_workspace_rules(api_export_name: &str) -> Vec<PolicyRule> {
+pub(crate) fn kcp_provider_workspace_rules(api_export_name: &str) -> Vec<PolicyRule> {
     vec![
         rule(AUTHENTICATION, &["selfsubjectreviews"], &[CREATE]),
         rule(KCP_APIS, &["apiexportendpointslices"], &[GET, LIST, WATCH]),
@@ -214,7 +214,7 @@ fn claim(group: &str, resource: &str, verbs: &[&str]) -> PermissionClaim {
 /// - `events` (`events.k8s.io`) create/patch: events on the tenant's Service API object.
 ///
 /// Objects that exist already are kept (a create answered 409), so no `get` or `update` is needed.
-pub fn claims() -> Vec<PermissionClaim> {
+pub(crate) fn claims() -> Vec<PermissionClaim> {
     vec![
         claim(CORE, "namespaces", &[CREATE]),
         claim(CORE, "serviceaccounts", &[CREATE, DELETE]),
@@ -225,12 +225,16 @@ pub fn claims() -> Vec<PermissionClaim> {
 }
 
 /// Name of the ClusterRole for `place`, e.g. `velero.services.open-control-plane.io:platform`.
-pub fn cluster_role_name(info: &ProviderInfo, place: Place) -> String {
+pub(crate) fn cluster_role_name(info: &ProviderInfo, place: Place) -> String {
     format!("{}:{}", info.group, place.as_str())
 }
 
 /// The ClusterRole holding [`rules`] for `place`, to bind to the provider's identity there.
-pub fn cluster_role(info: &ProviderInfo, place: Place, api_export_name: &str) -> ClusterRole {
+pub(crate) fn cluster_role(
+    info: &ProviderInfo,
+    place: Place,
+    api_export_name: &str,
+) -> ClusterRole {
     ClusterRole {
         metadata: ObjectMeta {
             name: Some(cluster_role_name(info, place)),

@@ -3,7 +3,7 @@
 //!
 //! `run` assembles one with [`Runtime::start`], [`Runtime::start_standard`] and, when configured,
 //! [`Runtime::start_kcp`]; tests, benchmarks and `dev` do the same in-process. Each mode is a
-//! [`Source`](crate::controller::Source) and a [`Controller`] on the shared [`Platform`], under
+//! [`Source`] and a [`Controller`] on the shared `Platform`, under
 //! its own Lease.
 
 use std::net::SocketAddr;

@@ -80,7 +80,7 @@ impl<P: ServiceProvider> Standard<P> {
 }
 
 /// A standard-mode object's identity.
-pub fn identity_of<K: Resource>(object: &K) -> Option<Identity> {
+pub(crate) fn identity_of<K: Resource>(object: &K) -> Option<Identity> {
     let meta = object.meta();
     Some(Identity::standard(
         meta.namespace.clone()?,
@@ -89,7 +89,7 @@ pub fn identity_of<K: Resource>(object: &K) -> Option<Identity> {
 }
 
 /// Whether a change is worth a reconcile: anything but a change of `.status` alone.
-pub fn needs_reconcile<K: Resource>(change: &Change<'_, K>) -> bool {
+pub(crate) fn needs_reconcile<K: Resource>(change: &Change<'_, K>) -> bool {
     let (Some(old), Some(new)) = (change.old, change.new) else {
         return true;
     };

@@ -45,7 +45,7 @@ mod foo {
         namespaced,
         status = "ServiceStatus"
     )]
-    pub struct FooSpec {
+    pub(crate) struct FooSpec {
         /// Requested version.
         pub version: String,
     }
@@ -60,7 +60,7 @@ mod foo {
         plural = "providerconfigs",
         status = "ProviderConfigStatus"
     )]
-    pub struct FooProviderConfigSpec {
+    pub(crate) struct FooProviderConfigSpec {
         /// The common fields.
         #[serde(flatten)]
         pub common: ProviderConfigCommon,

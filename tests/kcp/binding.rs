@@ -33,7 +33,7 @@ static GATE: Semaphore = Semaphore::const_new(0);
     workload_cluster = required,
     kcp
 )]
-pub struct GatedSpec {
+pub(crate) struct GatedSpec {
     /// Anything.
     #[serde(default)]
     pub value: String,

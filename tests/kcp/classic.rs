@@ -19,7 +19,7 @@ use crate::common;
     kind = "Classic",
     kcp
 )]
-pub struct ClassicSpec {
+pub(crate) struct ClassicSpec {
     /// Replicas of the controller.
     #[serde(default)]
     pub replicas: i32,

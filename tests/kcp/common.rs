@@ -13,10 +13,10 @@ use service_provider_runtime::kcp::{KcpSettings, KcpSource};
 use service_provider_runtime::runner::{RunOptions, Runtime};
 use std::sync::Arc;
 
-pub use crate::support::*;
+pub(crate) use crate::support::*;
 
 /// The ProviderConfig spec every Velero test starts from.
-pub fn velero_config() -> Value {
+pub(crate) fn velero_config() -> Value {
     json!({
         "imageRepository": "registry.test/velero",
         "versions": [{ "version": "1.15.0" }, { "version": "1.16.1" }],
@@ -25,7 +25,7 @@ pub fn velero_config() -> Value {
 }
 
 /// A platform with provider `P` installed and kcp with `consumers` bound consumer workspaces.
-pub async fn env<P: ServiceProvider>(
+pub(crate) async fn env<P: ServiceProvider>(
     config: Value,
     consumers: usize,
     options: KcpOptions,
@@ -44,7 +44,7 @@ pub async fn env<P: ServiceProvider>(
 
 /// kcp settings for `P` from the environment: the provider's own identity in the provider
 /// workspace.
-pub fn settings<P: ServiceProvider>(env: &TestEnv) -> KcpSettings {
+pub(crate) fn settings<P: ServiceProvider>(env: &TestEnv) -> KcpSettings {
     let kcp = env.kcp().expect("kcp is started");
     KcpSettings::new(
         &P::INFO,
@@ -55,7 +55,7 @@ pub fn settings<P: ServiceProvider>(env: &TestEnv) -> KcpSettings {
 }
 
 /// Starts provider `P` in this process, kcp mode only, under its generated RBAC.
-pub async fn start<P: Reconcile>(
+pub(crate) async fn start<P: Reconcile>(
     env: &TestEnv,
     settings: KcpSettings,
     tweak: impl FnOnce(&mut RunOptions),
@@ -71,17 +71,17 @@ pub async fn start<P: Reconcile>(
 }
 
 /// The consumer workspaces.
-pub fn consumers(env: &TestEnv) -> Vec<WorkspaceInfo> {
+pub(crate) fn consumers(env: &TestEnv) -> Vec<WorkspaceInfo> {
     env.kcp().expect("kcp").consumers().to_vec()
 }
 
 /// An admin client in workspace `ws` (at the workspace URL, not through the virtual workspace).
-pub fn admin(env: &TestEnv, ws: &WorkspaceInfo) -> service_provider::kube::Client {
+pub(crate) fn admin(env: &TestEnv, ws: &WorkspaceInfo) -> service_provider::kube::Client {
     env.kcp().expect("kcp").client(&ws.path)
 }
 
 /// Creates a Service API object of `P` named `name` in namespace `default` of workspace `ws`.
-pub async fn create<P: ServiceProvider>(
+pub(crate) async fn create<P: ServiceProvider>(
     env: &TestEnv,
     ws: &WorkspaceInfo,
     name: &str,
@@ -97,7 +97,7 @@ pub async fn create<P: ServiceProvider>(
 }
 
 /// Waits until the `P` object `name` in namespace `default` is Ready in each of `workspaces`.
-pub async fn wait_ready<'a, P>(
+pub(crate) async fn wait_ready<'a, P>(
     env: &TestEnv,
     workspaces: impl IntoIterator<Item = &'a (impl std::borrow::Borrow<WorkspaceInfo> + 'a)>,
     name: &str,
@@ -110,6 +110,6 @@ pub async fn wait_ready<'a, P>(
 }
 
 /// `P` objects in namespace `default` of workspace `ws`, as the tenant sees them.
-pub fn objects<P: ServiceProvider>(env: &TestEnv, ws: &WorkspaceInfo) -> Api<P> {
+pub(crate) fn objects<P: ServiceProvider>(env: &TestEnv, ws: &WorkspaceInfo) -> Api<P> {
     Api::namespaced(admin(env, ws), "default")
 }

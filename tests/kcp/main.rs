@@ -5,7 +5,7 @@
 //! URL, objects in the workspaces and on the workload cluster, access objects, credentials.
 
 #[path = "../../examples/velero/main.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unreachable_pub)] // a binary's `pub` items, here in a module
 mod velero;
 
 mod binding;

@@ -23,7 +23,7 @@ mod v1 {
         kind = "Widget",
         kcp
     )]
-    pub struct WidgetSpec {
+    pub(super) struct WidgetSpec {
         /// How big.
         pub size: i32,
     }
@@ -49,7 +49,7 @@ mod v2 {
         kind = "Widget",
         kcp
     )]
-    pub struct WidgetSpec {
+    pub(super) struct WidgetSpec {
         /// How big.
         pub size: i32,
         /// Its colour.

@@ -19,7 +19,7 @@ use service_provider::prelude::*;
     printcolumn(name = "Mode", type = "string", json_path = ".spec.mode"),
     printcolumn(name = "Replicas", type = "integer", json_path = ".status.readyReplicas"),
 )]
-pub struct SinkSpec {
+pub(crate) struct SinkSpec {
     /// A string.
     pub name: String,
     /// An optional string.
@@ -59,7 +59,7 @@ pub struct SinkSpec {
 /// How it runs.
 #[api_type]
 #[derive(Default, PartialEq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Quietly.
     #[default]
     Quiet,
@@ -69,7 +69,7 @@ pub enum Mode {
 
 /// Limits.
 #[api_type]
-pub struct Limits {
+pub(crate) struct Limits {
     /// CPU.
     pub cpu: Option<Quantity>,
     /// Per-tenant overrides.
@@ -79,7 +79,7 @@ pub struct Limits {
 
 /// Operator settings.
 #[api_type]
-pub struct SinkConfig {
+pub(crate) struct SinkConfig {
     /// Default mode.
     pub default_mode: Option<Mode>,
     /// Mirrors by registry.
@@ -90,7 +90,7 @@ pub struct SinkConfig {
 /// Extra status.
 #[api_type]
 #[derive(Default, PartialEq)]
-pub struct SinkStatus {
+pub(crate) struct SinkStatus {
     /// Replicas ready.
     pub ready_replicas: Option<i32>,
     /// Last mode seen.

@@ -2,20 +2,21 @@
 //! declarations (trybuild, `ui-tests/`), the CRDs against hand-written kube-derive, the structural
 //! schema rules, kcp schema naming and the checked-in manifests.
 
-// The examples are compiled in here as modules, so their manifests are checked in-process; the
+// The examples are compiled in here as modules (a binary's `pub` items are unreachable in a
+// module, hence the allows), so their manifests are checked in-process; the
 // examples' own tests (`hello::tests`, the README's test-kit example) run here too.
-#[allow(dead_code)]
+#[allow(dead_code, unreachable_pub)]
 #[path = "../../examples/external-secrets/main.rs"]
 mod eso;
-#[allow(dead_code)]
+#[allow(dead_code, unreachable_pub)]
 #[path = "../../examples/hello/main.rs"]
 mod hello;
-#[allow(dead_code)]
+#[allow(dead_code, unreachable_pub)]
 #[path = "../../examples/velero/main.rs"]
 mod velero;
 // The twin shares `examples/velero/install.rs` with the example: loaded twice on purpose, once
 // for each declaration of `Velero`.
-#[allow(dead_code, clippy::duplicate_mod)]
+#[allow(dead_code, unreachable_pub, clippy::duplicate_mod)]
 #[path = "../../xtask/macro-cost/velero_by_hand.rs"]
 mod velero_by_hand;
 

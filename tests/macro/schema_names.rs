@@ -13,7 +13,7 @@ macro_rules! variant {
 
             /// A thing.
             #[service_provider(group = "names.example.io", version = "v1", kind = "Thing", kcp)]
-            pub struct ThingSpec {
+            pub(crate) struct ThingSpec {
                 $($field)*
             }
         }

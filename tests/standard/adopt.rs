@@ -29,7 +29,7 @@ use crate::common;
     version = "v1alpha1",
     kind = "Adoptee"
 )]
-pub struct AdopteeSpec {
+pub(crate) struct AdopteeSpec {
     /// Anything.
     #[serde(default)]
     pub value: String,

@@ -8,10 +8,10 @@ use service_provider::kube::api::{ApiResource, DynamicObject, PostParams};
 use service_provider::{Reconcile, ServiceProvider};
 use service_provider_runtime::runner::{RunOptions, Runtime};
 
-pub use crate::support::*;
+pub(crate) use crate::support::*;
 
 /// The ProviderConfig spec every Velero test starts from.
-pub fn velero_config() -> Value {
+pub(crate) fn velero_config() -> Value {
     json!({
         "imageRepository": "registry.test/velero",
         "versions": [{ "version": "1.15.0" }, { "version": "1.16.1", "chartVersion": "v1.16.1" }],
@@ -20,7 +20,10 @@ pub fn velero_config() -> Value {
 }
 
 /// A platform with provider `P` installed as `init` would, and the given ControlPlanes.
-pub async fn env<P: ServiceProvider>(config: Value, control_planes: &[(&str, &str)]) -> TestEnv {
+pub(crate) async fn env<P: ServiceProvider>(
+    config: Value,
+    control_planes: &[(&str, &str)],
+) -> TestEnv {
     logs();
     let mut builder = TestEnv::builder()
         .provider::<P>()
@@ -36,7 +39,10 @@ pub async fn env<P: ServiceProvider>(config: Value, control_planes: &[(&str, &st
 }
 
 /// Starts provider `P` in this process against `env`, under its generated RBAC.
-pub async fn start<P: Reconcile>(env: &TestEnv, tweak: impl FnOnce(&mut RunOptions)) -> Runtime<P> {
+pub(crate) async fn start<P: Reconcile>(
+    env: &TestEnv,
+    tweak: impl FnOnce(&mut RunOptions),
+) -> Runtime<P> {
     let provider = env.provider().expect("a provider is installed");
     let mut options = RunOptions::new(provider.name(), env.pod_namespace());
     options.onboarding_timeout = TIMEOUT;
@@ -52,7 +58,7 @@ pub async fn start<P: Reconcile>(env: &TestEnv, tweak: impl FnOnce(&mut RunOptio
 }
 
 /// Creates a Service API object of `P` with `spec` for the ControlPlane `cp`.
-pub async fn create<P: ServiceProvider>(env: &TestEnv, cp: &ControlPlaneRef, spec: Value) {
+pub(crate) async fn create<P: ServiceProvider>(env: &TestEnv, cp: &ControlPlaneRef, spec: Value) {
     let resource = ApiResource::erase::<P>(&());
     let api: Api<DynamicObject> =
         Api::namespaced_with(env.onboarding().client(), &cp.namespace, &resource);
@@ -64,6 +70,6 @@ pub async fn create<P: ServiceProvider>(env: &TestEnv, cp: &ControlPlaneRef, spe
 }
 
 /// The onboarding API of `P` in `cp`'s namespace.
-pub fn objects<P: ServiceProvider>(env: &TestEnv, cp: &ControlPlaneRef) -> Api<P> {
+pub(crate) fn objects<P: ServiceProvider>(env: &TestEnv, cp: &ControlPlaneRef) -> Api<P> {
     Api::namespaced(env.onboarding().client(), &cp.namespace)
 }

@@ -14,7 +14,7 @@ use service_provider::prelude::*;
     version = "v1alpha1",
     kind = "Flaky"
 )]
-pub struct FlakySpec {
+pub(crate) struct FlakySpec {
     /// Panic in `create_or_update`.
     #[serde(default)]
     pub panic: bool,

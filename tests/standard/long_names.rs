@@ -25,7 +25,7 @@ static DELETED: AtomicUsize = AtomicUsize::new(0);
     kind = "LongNamed",
     workload_cluster = optional
 )]
-pub struct LongNamedSpec {
+pub(crate) struct LongNamedSpec {
     /// Anything.
     #[serde(default)]
     pub value: String,

@@ -4,11 +4,11 @@
 //! what end users and platform operators see: status, objects in the clusters, access objects.
 
 #[path = "../../examples/velero/main.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unreachable_pub)] // a binary's `pub` items, here in a module
 mod velero;
 
 #[path = "../../examples/external-secrets/main.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unreachable_pub)] // a binary's `pub` items, here in a module
 mod eso;
 
 mod adopt;

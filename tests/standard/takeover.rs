@@ -49,7 +49,7 @@ use service_provider::testing::eventually;
     mcp_access = template_grant,
     workload_access = template_grant
 )]
-pub struct FooSpec {
+pub(crate) struct FooSpec {
     /// The template's example field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub foo: Option<String>,
@@ -57,7 +57,7 @@ pub struct FooSpec {
 
 /// What the template's Go provider asks for in the MCP and the workload cluster: every verb on
 /// every resource, and a binding of the cluster's `cluster-admin`.
-pub fn template_grant() -> TokenConfig {
+pub(crate) fn template_grant() -> TokenConfig {
     TokenConfig {
         permissions: vec![PermissionsRequest {
             rules: vec![PolicyRule {
@@ -94,7 +94,7 @@ impl Reconcile for Foo {
 }
 
 /// The provider process the test starts: the Go provider's Lease name.
-pub fn app() -> service_provider::App<Foo> {
+pub(crate) fn app() -> service_provider::App<Foo> {
     service_provider::App::new().leader_election_id(LEADER_ELECTION_ID)
 }
 

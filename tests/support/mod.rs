@@ -17,10 +17,10 @@ use service_provider::{Reconcile, ServiceProvider};
 use service_provider_runtime::runner::Runtime;
 
 /// Generous: the whole suite shares two cores.
-pub const TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Installs `tracing` output once when `RUST_LOG` is set (for debugging a failing test).
-pub fn logs() {
+pub(crate) fn logs() {
     if std::env::var_os("RUST_LOG").is_some() {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -31,7 +31,7 @@ pub fn logs() {
 
 /// The author's test kit's platform for provider `P` with ProviderConfig spec `config`, this
 /// suite's [`TIMEOUT`] and its logs: add `.modes(..)` if need be, then `.start()`.
-pub fn platform<P: Reconcile>(config: impl Serialize) -> TestPlatformBuilder<P> {
+pub(crate) fn platform<P: Reconcile>(config: impl Serialize) -> TestPlatformBuilder<P> {
     logs();
     TestPlatform::builder()
         .provider_config(config)
@@ -39,7 +39,7 @@ pub fn platform<P: Reconcile>(config: impl Serialize) -> TestPlatformBuilder<P> 
 }
 
 /// The provider's platform client: its ServiceAccount, bound to the generated ClusterRole only.
-pub async fn provider_platform_client(env: &TestEnv) -> service_provider::kube::Client {
+pub(crate) async fn provider_platform_client(env: &TestEnv) -> service_provider::kube::Client {
     let kubeconfig = env
         .provider()
         .expect("a provider is installed")
@@ -51,7 +51,7 @@ pub async fn provider_platform_client(env: &TestEnv) -> service_provider::kube::
 }
 
 /// Stops a runtime and waits until its reconciles finished.
-pub async fn stop<P: Reconcile>(runtime: Runtime<P>) {
+pub(crate) async fn stop<P: Reconcile>(runtime: Runtime<P>) {
     runtime.shutdown();
     tokio::time::timeout(TIMEOUT, runtime.wait())
         .await
@@ -59,18 +59,18 @@ pub async fn stop<P: Reconcile>(runtime: Runtime<P>) {
 }
 
 /// Ready, for the object's current generation.
-pub fn ready<P: ServiceProvider>(object: Option<&P>) -> bool {
+pub(crate) fn ready<P: ServiceProvider>(object: Option<&P>) -> bool {
     object.is_some_and(service_provider::testing::is_ready)
 }
 
 /// The `Ready` condition's (status, reason, message).
-pub fn ready_condition<P: ServiceProvider>(object: &P) -> Option<(String, String, String)> {
+pub(crate) fn ready_condition<P: ServiceProvider>(object: &P) -> Option<(String, String, String)> {
     let c = object.status()?.condition("Ready")?;
     Some((c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 
 /// Waits until `object` satisfies `condition`, watching it; returns it.
-pub async fn wait<K>(
+pub(crate) async fn wait<K>(
     api: &Api<K>,
     name: &str,
     condition: impl Fn(Option<&K>) -> bool + Send + 'static,
@@ -86,7 +86,7 @@ where
 /// The kit's [`eventually`](service_provider::testing::eventually), where a timeout also reports
 /// what `explain` finds stuck: it is asked once, on the timeout, so the wait itself does no more
 /// work than a plain `eventually`'s.
-pub async fn eventually_explained<T, F, Fut, E, EFut>(
+pub(crate) async fn eventually_explained<T, F, Fut, E, EFut>(
     what: &str,
     timeout: Duration,
     check: F,
@@ -113,7 +113,7 @@ where
 }
 
 /// A TCP port free on this machine now (for endpoints bound on every interface).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("0.0.0.0:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -121,7 +121,7 @@ pub fn free_port() -> u16 {
 }
 
 /// One HTTP/1.1 GET on `addr`; the whole response (status line, headers, body).
-pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> std::io::Result<String> {
+pub(crate) async fn http_get(addr: std::net::SocketAddr, path: &str) -> std::io::Result<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await?;
     stream

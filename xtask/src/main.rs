@@ -22,7 +22,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Write every example's manifests into manifests/<example>/.
+    /// Write every example's manifests into manifests/EXAMPLE/.
     Crds {
         /// Change nothing; fail and name the files that are missing, stale or extra.
         #[arg(long)]
@@ -36,7 +36,7 @@ enum Command {
         check: bool,
     },
     /// Measure the incremental rebuild of examples/velero against the same provider written by
-    /// hand with kube-derive, and the expansion time of #[service_provider] itself.
+    /// hand with kube-derive, and the expansion time of `#[service_provider]` itself.
     MacroCost {
         /// Rebuilds of each variant; the median is reported.
         #[arg(long, default_value_t = 9)]

@@ -14,7 +14,7 @@ use crate::request::RequestInfo;
 
 /// The version this server reports: the Kubernetes version whose API it serves (k8s-openapi's
 /// enabled version), so clients enable the features that go with it.
-pub fn version() -> Value {
+pub(super) fn version() -> Value {
     let (major, minor) = crate::builtin::KUBERNETES_VERSION
         .split_once('.')
         .unwrap_or(("1", "0"));

@@ -143,7 +143,7 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// The one logical cluster; 405 for wildcard requests that are not list or watch.
-    pub fn cluster(&self) -> ApiResult<&Arc<str>> {
+    pub(crate) fn cluster(&self) -> ApiResult<&Arc<str>> {
         match &self.target.cluster {
             ClusterScope::One(c) => Ok(c),
             ClusterScope::Wildcard => {
@@ -160,7 +160,7 @@ impl Ctx<'_> {
     }
 
     /// The namespace of the request ("" for cluster-scoped resources).
-    pub fn namespace(&self) -> &str {
+    pub(crate) fn namespace(&self) -> &str {
         if self.info.namespaced {
             &self.ri.namespace
         } else {
@@ -169,7 +169,7 @@ impl Ctx<'_> {
     }
 
     /// `dryRun=All`.
-    pub fn dry_run(&self) -> ApiResult<bool> {
+    pub(crate) fn dry_run(&self) -> ApiResult<bool> {
         match self.query.get("dryRun") {
             None | Some("") => Ok(false),
             Some("All") => Ok(true),

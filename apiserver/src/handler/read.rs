@@ -124,7 +124,7 @@ pub(crate) struct Selectors {
 }
 
 impl Selectors {
-    pub fn parse(cx: &Ctx<'_>) -> ApiResult<Self> {
+    pub(super) fn parse(cx: &Ctx<'_>) -> ApiResult<Self> {
         let label = LabelSelector::parse(cx.query.get("labelSelector").unwrap_or(""))?;
         let allowed: Vec<&str> = cx.info.field_selectors.iter().map(String::as_str).collect();
         let field = FieldSelector::parse(cx.query.get("fieldSelector").unwrap_or(""), &allowed)?;
@@ -137,7 +137,7 @@ impl Selectors {
     }
 
     /// Does a stored object match both selectors (and may the caller see it)?
-    pub fn matches(&self, info: &ResourceInfo, o: &StoredObject) -> bool {
+    pub(super) fn matches(&self, info: &ResourceInfo, o: &StoredObject) -> bool {
         if self.visible.as_ref().is_some_and(|f| !f(o)) {
             return false;
         }

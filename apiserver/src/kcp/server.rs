@@ -148,7 +148,7 @@ pub(crate) struct ShardState {
 
 impl ShardState {
     /// The shard's base URL (also its virtual-workspace base URL).
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.endpoint.get().map(|e| e.url()).unwrap_or_default()
     }
 }
@@ -180,32 +180,32 @@ pub(crate) struct KcpInner {
 
 impl KcpInner {
     /// A shard by index.
-    pub fn shard(&self, i: usize) -> Option<Arc<ShardState>> {
+    pub(crate) fn shard(&self, i: usize) -> Option<Arc<ShardState>> {
         self.shards.read().get(i).cloned()
     }
 
     /// The front URL (the root shard's).
-    pub fn front_url(&self) -> String {
+    pub(crate) fn front_url(&self) -> String {
         self.shard(0).map(|s| s.url()).unwrap_or_default()
     }
 
     /// Resolves `/clusters/<x>`: a path or a logical cluster name.
-    pub fn resolve(&self, x: &str) -> Option<ClusterEntry> {
+    pub(crate) fn resolve(&self, x: &str) -> Option<ClusterEntry> {
         self.index.read().resolve(x).cloned()
     }
 
     /// The canonical path of a logical cluster.
-    pub fn path_of(&self, cluster: &str) -> Option<Arc<str>> {
+    pub(crate) fn path_of(&self, cluster: &str) -> Option<Arc<str>> {
         self.index.read().by_name(cluster).map(|e| e.path.clone())
     }
 
     /// Queues work for the controllers.
-    pub fn enqueue(&self, item: Item) {
+    pub(crate) fn enqueue(&self, item: Item) {
         let _ = self.queue.send(item);
     }
 
     /// The shard a logical cluster lives on.
-    pub fn shard_of(&self, cluster: &str) -> Option<Arc<ShardState>> {
+    pub(crate) fn shard_of(&self, cluster: &str) -> Option<Arc<ShardState>> {
         let i = self.index.read().by_name(cluster)?.shard;
         self.shard(i)
     }

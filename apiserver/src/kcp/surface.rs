@@ -61,7 +61,7 @@ pub(crate) struct WorkspaceSurface {
 }
 
 impl WorkspaceSurface {
-    pub fn new(inner: &Arc<KcpInner>) -> Self {
+    pub(crate) fn new(inner: &Arc<KcpInner>) -> Self {
         WorkspaceSurface {
             inner: Arc::downgrade(inner),
         }

@@ -30,7 +30,7 @@ pub(crate) struct ExportClaim {
 
 impl ExportClaim {
     /// Parses one `spec.permissionClaims[]` entry of a (v1alpha2) export.
-    pub fn parse(v: &Value) -> Self {
+    pub(crate) fn parse(v: &Value) -> Self {
         let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         ExportClaim {
             group: s("group"),
@@ -78,7 +78,12 @@ fn schema_uid(ss: &ShardState, cluster: &Arc<str>, name: &str) -> Option<Box<str
 
 impl VwCache {
     /// The APIs of an export (`None` when the export does not exist).
-    pub fn get(&self, inner: &KcpInner, export_cluster: &str, export: &str) -> Option<Arc<VwApis>> {
+    pub(crate) fn get(
+        &self,
+        inner: &KcpInner,
+        export_cluster: &str,
+        export: &str,
+    ) -> Option<Arc<VwApis>> {
         let entry = inner.index.read().by_name(export_cluster).cloned()?;
         let ss = inner.shard(entry.shard)?;
         let obj = ss.shard.store().get(
@@ -213,7 +218,7 @@ pub(crate) struct VwSurface {
 }
 
 impl VwSurface {
-    pub fn new(
+    pub(crate) fn new(
         inner: &Arc<KcpInner>,
         shard: Arc<ShardState>,
         export_cluster: &str,

@@ -10,7 +10,7 @@
 //! | request | call |
 //! |---|---|
 //! | `PATCH` `application/merge-patch+json` | [`merge`], then [`record_update`] |
-//! | `PATCH` `application/json-patch+json` | [`json_patch`], then [`record_update`] |
+//! | `PATCH` `application/json-patch+json` | [`json_patch()`], then [`record_update`] |
 //! | `PATCH` `application/strategic-merge-patch+json` | [`strategic`] (415 for custom resources), then [`record_update`] |
 //! | `PATCH` `application/apply-patch+yaml` | [`apply`] (creates when the object does not exist) |
 //! | `POST`, `PUT` | [`record_update`] |

@@ -78,7 +78,7 @@ pub(crate) struct MapNode {
 
 impl MapNode {
     /// The declared field `name`.
-    pub fn field(&self, name: &str) -> Option<&Field> {
+    pub(crate) fn field(&self, name: &str) -> Option<&Field> {
         self.fields
             .binary_search_by(|(n, _)| field_order(n, name))
             .ok()
@@ -87,7 +87,7 @@ impl MapNode {
 
     /// The type of the value under `key` and whether `key` is a declared field. `None` when the key is
     /// not allowed by the schema.
-    pub fn child(&self, key: &str) -> Option<(NodeId, bool)> {
+    pub(crate) fn child(&self, key: &str) -> Option<(NodeId, bool)> {
         if let Some(f) = self.field(key) {
             return Some((f.node, true));
         }

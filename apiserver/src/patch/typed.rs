@@ -319,12 +319,12 @@ pub(crate) struct Comparison {
 impl Comparison {
     /// Whether nothing changed.
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
     }
 
     /// Drops changes below the given top-level fields.
-    pub fn without(&self, drop: &[PathElement]) -> Comparison {
+    pub(crate) fn without(&self, drop: &[PathElement]) -> Comparison {
         Comparison {
             added: self.added.without_children(drop),
             modified: self.modified.without_children(drop),
@@ -333,7 +333,7 @@ impl Comparison {
     }
 
     /// Keeps only the changes below the given top-level fields.
-    pub fn only(&self, keep: &[PathElement]) -> Comparison {
+    pub(crate) fn only(&self, keep: &[PathElement]) -> Comparison {
         Comparison {
             added: self.added.only_children(keep),
             modified: self.modified.only_children(keep),

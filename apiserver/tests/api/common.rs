@@ -7,14 +7,14 @@ use kube::{Api, Client};
 use serde_json::json;
 use service_provider_apiserver::{ApiServer, Cluster};
 
-pub const TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
 
-pub async fn cluster() -> Cluster {
+pub(crate) async fn cluster() -> Cluster {
     ApiServer::start().await.expect("start cluster")
 }
 
 /// The Widget CRD used by several tests: namespaced, status subresource, two versions.
-pub fn widget_crd() -> serde_json::Value {
+pub(crate) fn widget_crd() -> serde_json::Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -38,19 +38,19 @@ pub fn widget_crd() -> serde_json::Value {
     })
 }
 
-pub fn widget_resource(version: &str) -> ApiResource {
+pub(crate) fn widget_resource(version: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("example.com", version, "Widget"),
         "widgets",
     )
 }
 
-pub fn widgets(client: &Client, ns: &str) -> Api<DynamicObject> {
+pub(crate) fn widgets(client: &Client, ns: &str) -> Api<DynamicObject> {
     Api::namespaced_with(client.clone(), ns, &widget_resource("v1"))
 }
 
 /// Creates the Widget CRD and waits until it is served.
-pub async fn install_widgets(client: &Client) {
+pub(crate) async fn install_widgets(client: &Client) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let crd: CustomResourceDefinition = serde_json::from_value(widget_crd()).unwrap();
@@ -65,7 +65,7 @@ pub async fn install_widgets(client: &Client) {
     .unwrap();
 }
 
-pub fn widget(name: &str, size: i64) -> DynamicObject {
+pub(crate) fn widget(name: &str, size: i64) -> DynamicObject {
     serde_json::from_value(json!({
         "apiVersion": "example.com/v1", "kind": "Widget",
         "metadata": {"name": name}, "spec": {"size": size}
@@ -74,7 +74,7 @@ pub fn widget(name: &str, size: i64) -> DynamicObject {
 }
 
 /// Waits for a condition checked by polling an async closure (for state that has no watchable object).
-pub async fn eventually<F, Fut>(what: &str, mut f: F)
+pub(crate) async fn eventually<F, Fut>(what: &str, mut f: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -92,7 +92,7 @@ where
 }
 
 /// The kube::Error's API status code, or a panic with the error.
-pub fn code(e: kube::Error) -> u16 {
+pub(crate) fn code(e: kube::Error) -> u16 {
     match e {
         kube::Error::Api(s) => s.code,
         other => panic!("expected an API error, got {other:?}"),
@@ -100,7 +100,7 @@ pub fn code(e: kube::Error) -> u16 {
 }
 
 /// The kube::Error's API status.
-pub fn status(e: kube::Error) -> kube::core::Status {
+pub(crate) fn status(e: kube::Error) -> kube::core::Status {
     match e {
         kube::Error::Api(s) => *s,
         other => panic!("expected an API error, got {other:?}"),
@@ -108,7 +108,7 @@ pub fn status(e: kube::Error) -> kube::core::Status {
 }
 
 /// A raw request with the given headers and body text; the status code and body text.
-pub async fn raw(
+pub(crate) async fn raw(
     c: &Cluster,
     method: &str,
     path: &str,

@@ -121,12 +121,12 @@ async fn custom_objects_crud_versions_and_status() {
     namespaced,
     status = "GadgetStatus"
 )]
-pub struct GadgetSpec {
+pub(crate) struct GadgetSpec {
     pub size: i32,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, Default)]
-pub struct GadgetStatus {
+pub(crate) struct GadgetStatus {
     pub ready: bool,
 }
 

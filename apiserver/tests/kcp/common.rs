@@ -8,25 +8,25 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 use service_provider_apiserver::kcp::{Kcp, KcpOptions, WorkspaceInfo};
 
-pub const TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
 
-pub async fn kcp() -> Kcp {
+pub(crate) async fn kcp() -> Kcp {
     Kcp::start("kcp", KcpOptions::default())
         .await
         .expect("start kcp")
 }
 
-pub fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+pub(crate) fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
 }
 
-pub fn workspaces(c: &Client) -> Api<DynamicObject> {
+pub(crate) fn workspaces(c: &Client) -> Api<DynamicObject> {
     Api::all_with(
         c.clone(),
         &ar("tenancy.kcp.io", "v1alpha1", "Workspace", "workspaces"),
     )
 }
-pub fn schemas(c: &Client) -> Api<DynamicObject> {
+pub(crate) fn schemas(c: &Client) -> Api<DynamicObject> {
     Api::all_with(
         c.clone(),
         &ar(
@@ -37,13 +37,13 @@ pub fn schemas(c: &Client) -> Api<DynamicObject> {
         ),
     )
 }
-pub fn exports(c: &Client, version: &str) -> Api<DynamicObject> {
+pub(crate) fn exports(c: &Client, version: &str) -> Api<DynamicObject> {
     Api::all_with(
         c.clone(),
         &ar("apis.kcp.io", version, "APIExport", "apiexports"),
     )
 }
-pub fn slices(c: &Client) -> Api<DynamicObject> {
+pub(crate) fn slices(c: &Client) -> Api<DynamicObject> {
     Api::all_with(
         c.clone(),
         &ar(
@@ -54,28 +54,28 @@ pub fn slices(c: &Client) -> Api<DynamicObject> {
         ),
     )
 }
-pub fn bindings(c: &Client, version: &str) -> Api<DynamicObject> {
+pub(crate) fn bindings(c: &Client, version: &str) -> Api<DynamicObject> {
     Api::all_with(
         c.clone(),
         &ar("apis.kcp.io", version, "APIBinding", "apibindings"),
     )
 }
-pub fn cowboy_resource() -> ApiResource {
+pub(crate) fn cowboy_resource() -> ApiResource {
     ar("wildwest.dev", "v1alpha1", "Cowboy", "cowboys")
 }
-pub fn cowboys(c: &Client, ns: &str) -> Api<DynamicObject> {
+pub(crate) fn cowboys(c: &Client, ns: &str) -> Api<DynamicObject> {
     Api::namespaced_with(c.clone(), ns, &cowboy_resource())
 }
-pub fn all_cowboys(c: &Client) -> Api<DynamicObject> {
+pub(crate) fn all_cowboys(c: &Client) -> Api<DynamicObject> {
     Api::all_with(c.clone(), &cowboy_resource())
 }
 
-pub fn dynamic(v: Value) -> DynamicObject {
+pub(crate) fn dynamic(v: Value) -> DynamicObject {
     serde_json::from_value(v).expect("a valid object")
 }
 
 /// The `cowboys.wildwest.dev` schema under a prefix; `extra` adds spec properties.
-pub fn cowboy_schema(prefix: &str, extra: Value) -> DynamicObject {
+pub(crate) fn cowboy_schema(prefix: &str, extra: Value) -> DynamicObject {
     let mut spec_props = json!({
         "intent": {"type": "string", "maxLength": 20},
         "horses": {"type": "integer", "minimum": 0}
@@ -104,7 +104,7 @@ pub fn cowboy_schema(prefix: &str, extra: Value) -> DynamicObject {
 }
 
 /// Waits until `f` holds, polling (for state without a single watchable object).
-pub async fn eventually<F, Fut>(what: &str, mut f: F)
+pub(crate) async fn eventually<F, Fut>(what: &str, mut f: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -122,7 +122,7 @@ where
 }
 
 /// Reads an object until `pred` holds; returns it.
-pub async fn wait_obj(
+pub(crate) async fn wait_obj(
     api: &Api<DynamicObject>,
     name: &str,
     what: &str,
@@ -145,7 +145,7 @@ pub async fn wait_obj(
     }
 }
 
-pub fn condition(v: &Value, type_: &str) -> Option<String> {
+pub(crate) fn condition(v: &Value, type_: &str) -> Option<String> {
     v.pointer("/status/conditions")?
         .as_array()?
         .iter()
@@ -155,7 +155,7 @@ pub fn condition(v: &Value, type_: &str) -> Option<String> {
 
 /// A provider workspace `root:<name>` with schema `v1.cowboys.wildwest.dev` and export `cowboys`
 /// (v1alpha2), its identity set.
-pub async fn provider(kcp: &Kcp, name: &str) -> WorkspaceInfo {
+pub(crate) async fn provider(kcp: &Kcp, name: &str) -> WorkspaceInfo {
     let ws = kcp
         .create_workspace(&format!("root:{name}"))
         .await
@@ -188,7 +188,7 @@ pub async fn provider(kcp: &Kcp, name: &str) -> WorkspaceInfo {
 }
 
 /// A consumer workspace `root:<name>` bound to the provider's `cowboys` export, Bound.
-pub async fn consumer(kcp: &Kcp, name: &str, provider: &WorkspaceInfo) -> WorkspaceInfo {
+pub(crate) async fn consumer(kcp: &Kcp, name: &str, provider: &WorkspaceInfo) -> WorkspaceInfo {
     let ws = kcp
         .create_workspace(&format!("root:{name}"))
         .await
@@ -198,7 +198,7 @@ pub async fn consumer(kcp: &Kcp, name: &str, provider: &WorkspaceInfo) -> Worksp
 }
 
 /// Creates APIBinding `name` in `ws` to the provider's `cowboys` export and waits for Bound.
-pub async fn bind(
+pub(crate) async fn bind(
     kcp: &Kcp,
     ws: &WorkspaceInfo,
     provider: &WorkspaceInfo,
@@ -227,7 +227,7 @@ pub async fn bind(
     .await
 }
 
-pub fn cowboy(name: &str, intent: &str) -> DynamicObject {
+pub(crate) fn cowboy(name: &str, intent: &str) -> DynamicObject {
     dynamic(json!({
         "apiVersion": "wildwest.dev/v1alpha1", "kind": "Cowboy",
         "metadata": {"name": name}, "spec": {"intent": intent}
@@ -235,7 +235,7 @@ pub fn cowboy(name: &str, intent: &str) -> DynamicObject {
 }
 
 /// The kube::Error's API status code, or a panic with the error.
-pub fn code(e: kube::Error) -> u16 {
+pub(crate) fn code(e: kube::Error) -> u16 {
     match e {
         kube::Error::Api(s) => s.code,
         other => panic!("expected an API error, got {other:?}"),
@@ -243,7 +243,7 @@ pub fn code(e: kube::Error) -> u16 {
 }
 
 /// The kube::Error's API status.
-pub fn status(e: kube::Error) -> kube::core::Status {
+pub(crate) fn status(e: kube::Error) -> kube::core::Status {
     match e {
         kube::Error::Api(s) => *s,
         other => panic!("expected an API error, got {other:?}"),
@@ -251,7 +251,7 @@ pub fn status(e: kube::Error) -> kube::core::Status {
 }
 
 /// The endpoint URLs of an endpoint slice.
-pub fn endpoint_urls(v: &Value) -> Vec<String> {
+pub(crate) fn endpoint_urls(v: &Value) -> Vec<String> {
     v.pointer("/status/endpoints")
         .and_then(Value::as_array)
         .into_iter()

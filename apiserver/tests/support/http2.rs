@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// With `ca_pem`, HTTP/2 is negotiated over TLS with ALPN, trusting that CA; without, it is spoken
 /// in clear text from the start (`--http2-prior-knowledge`). Returns `"<status code> <HTTP
 /// version>"` (e.g. `"404 2"`) and the response body as JSON.
-pub async fn post_large_body(
+pub(crate) async fn post_large_body(
     url: &str,
     token: &str,
     ca_pem: Option<&str>,

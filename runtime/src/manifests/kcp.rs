@@ -89,7 +89,7 @@ fn metadata(name: &str) -> ObjectMeta {
 }
 
 /// The `apis.kcp.io/v1alpha2` APIExport `name`, exporting the Service API from `schema` with the
-/// runtime's [permission claims](rbac::claims).
+/// runtime's permission claims (`rbac::claims`).
 pub fn api_export(info: &ProviderInfo, name: &str, schema: &str) -> v1alpha2::APIExport {
     v1alpha2::APIExport {
         metadata: metadata(name),

@@ -24,6 +24,7 @@ use serde::Serialize;
 
 pub use crate::rbac::Place;
 pub use crd::{CLUSTER_LABEL, COMMON_COLUMNS, common_columns, provider_config_crd, service_crd};
+#[cfg(feature = "dev")]
 pub(crate) use deploy::spec_sample;
 pub use deploy::{METRICS_PORT, deployment};
 pub use files::{

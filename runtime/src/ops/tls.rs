@@ -151,7 +151,7 @@ const OID_SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1d, 0x11];
 
 /// The few DER encodings a certificate needs.
 mod der {
-    pub fn tlv(tag: u8, value: &[u8]) -> Vec<u8> {
+    pub(super) fn tlv(tag: u8, value: &[u8]) -> Vec<u8> {
         let mut out = vec![tag];
         let len = value.len();
         if len < 0x80 {
@@ -166,26 +166,26 @@ mod der {
         out
     }
 
-    pub fn sequence(items: &[Vec<u8>]) -> Vec<u8> {
+    pub(super) fn sequence(items: &[Vec<u8>]) -> Vec<u8> {
         tlv(0x30, &items.concat())
     }
 
-    pub fn set(items: &[Vec<u8>]) -> Vec<u8> {
+    pub(super) fn set(items: &[Vec<u8>]) -> Vec<u8> {
         tlv(0x31, &items.concat())
     }
 
-    pub fn oid(encoded: &[u8]) -> Vec<u8> {
+    pub(super) fn oid(encoded: &[u8]) -> Vec<u8> {
         tlv(0x06, encoded)
     }
 
-    pub fn bit_string(bytes: &[u8]) -> Vec<u8> {
+    pub(super) fn bit_string(bytes: &[u8]) -> Vec<u8> {
         let mut value = vec![0];
         value.extend_from_slice(bytes);
         tlv(0x03, &value)
     }
 
     /// UTCTime until 2049, GeneralizedTime from 2050 (RFC 5280 §4.1.2.5).
-    pub fn time(at: k8s_openapi::jiff::Timestamp) -> Vec<u8> {
+    pub(super) fn time(at: k8s_openapi::jiff::Timestamp) -> Vec<u8> {
         let utc = at.to_zoned(k8s_openapi::jiff::tz::TimeZone::UTC);
         if utc.year() < 2050 {
             tlv(0x17, utc.strftime("%y%m%d%H%M%SZ").to_string().as_bytes())

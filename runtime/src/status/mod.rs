@@ -1,6 +1,6 @@
 //! The status every Service API object carries, written by the runtime and never by the author.
 
-pub mod write;
+pub(crate) mod write;
 
 use std::fmt::Debug;
 
@@ -121,7 +121,7 @@ impl<X> ServiceStatus<X> {
 
 /// Schema of `status.conditions`: a list of `metav1.Condition` that is a map keyed by `type`, so
 /// server-side apply merges conditions per type instead of replacing the list.
-pub fn conditions_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+pub(crate) fn conditions_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let mut schema = generator.subschema_for::<Vec<Condition>>();
     schema.insert("x-kubernetes-list-type".into(), "map".into());
     schema.insert(

@@ -14,37 +14,37 @@ use crate::apply::{ManagedResource, ResourcePhase};
 use crate::status::{ExtraStatus, Phase, ServiceStatus};
 
 /// Type of the condition that summarises an object.
-pub const READY: &str = "Ready";
+pub(crate) const READY: &str = "Ready";
 /// Type of the condition set while the author's `delete` refuses to finish.
-pub const DELETION_BLOCKED: &str = "DeletionBlocked";
+pub(crate) const DELETION_BLOCKED: &str = "DeletionBlocked";
 
 /// Reason: the service is ready (Go `StatusReady`).
-pub const REASON_SUCCESS: &str = "ReconcileSuccess";
+pub(crate) const REASON_SUCCESS: &str = "ReconcileSuccess";
 /// Message of a ready object (Go `StatusReady`).
-pub const MESSAGE_READY: &str = "Domain Service is ready";
+pub(crate) const MESSAGE_READY: &str = "Domain Service is ready";
 /// Reason: something failed and is retried (Go `reasonReconcileError`).
-pub const REASON_ERROR: &str = "ReconcileError";
+pub(crate) const REASON_ERROR: &str = "ReconcileError";
 /// Reason: the end user's object or the ProviderConfig asks for something that cannot work.
-pub const REASON_INVALID: &str = "InvalidUserInput";
+pub(crate) const REASON_INVALID: &str = "InvalidUserInput";
 /// Reason: the object cannot be decoded into the provider's type (e.g. an older schema).
-pub const REASON_INVALID_OBJECT: &str = "InvalidObject";
+pub(crate) const REASON_INVALID_OBJECT: &str = "InvalidObject";
 /// Reason: the author's code panicked.
-pub const REASON_PANICKED: &str = "ReconcilePanicked";
+pub(crate) const REASON_PANICKED: &str = "ReconcilePanicked";
 /// Reason: the author's code did not finish within the reconcile timeout.
-pub const REASON_TIMED_OUT: &str = "ReconcileTimedOut";
+pub(crate) const REASON_TIMED_OUT: &str = "ReconcileTimedOut";
 /// Reason: the tenant's cluster access is not granted yet.
-pub const REASON_WAITING: &str = "WaitingForAccess";
+pub(crate) const REASON_WAITING: &str = "WaitingForAccess";
 /// Reason: the platform refused the tenant's cluster access.
-pub const REASON_DENIED: &str = "AccessDenied";
+pub(crate) const REASON_DENIED: &str = "AccessDenied";
 /// Reason: the object is being deleted (Go `StatusTerminating`).
-pub const REASON_TERMINATING: &str = "Terminating";
+pub(crate) const REASON_TERMINATING: &str = "Terminating";
 /// Reason while access is given back during deletion (Go: `Reconciling`, "cluster cleanup").
-pub const REASON_CLEANUP: &str = "Reconciling";
+pub(crate) const REASON_CLEANUP: &str = "Reconciling";
 
 /// One status the runtime reports: the phase and the `Ready` condition, optionally with the
 /// author's extra fields and a `DeletionBlocked` condition.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Report<X> {
+pub(crate) struct Report<X> {
     /// The phase.
     pub phase: Phase,
     /// Whether `Ready` is `True`.
@@ -63,17 +63,17 @@ pub struct Report<X> {
 
 impl<X> Report<X> {
     /// `Ready=True`, phase Ready.
-    pub fn ready() -> Self {
+    pub(crate) fn ready() -> Self {
         Self::new(Phase::Ready, true, REASON_SUCCESS, MESSAGE_READY)
     }
 
     /// `Ready=False`, phase Progressing.
-    pub fn progressing(reason: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn progressing(reason: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(Phase::Progressing, false, reason, message)
     }
 
     /// `Ready=False`, phase Terminating.
-    pub fn terminating(reason: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn terminating(reason: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(Phase::Terminating, false, reason, message)
     }
 
@@ -95,13 +95,13 @@ impl<X> Report<X> {
     }
 
     /// With the author's extra status.
-    pub fn with_extra(mut self, extra: Option<X>) -> Self {
+    pub(crate) fn with_extra(mut self, extra: Option<X>) -> Self {
         self.extra = extra;
         self
     }
 
     /// With the managed objects' statuses (`None` keeps what is there).
-    pub fn with_resources(mut self, resources: Option<Vec<ManagedResource>>) -> Self {
+    pub(crate) fn with_resources(mut self, resources: Option<Vec<ManagedResource>>) -> Self {
         if resources.is_some() {
             self.resources = resources;
         }
@@ -109,14 +109,14 @@ impl<X> Report<X> {
     }
 
     /// With `DeletionBlocked=True`.
-    pub fn with_blocked(mut self, reason: String, message: String) -> Self {
+    pub(crate) fn with_blocked(mut self, reason: String, message: String) -> Self {
         self.blocked = Some((reason, message));
         self
     }
 }
 
 /// The status `report` makes of `old` for an object at `generation`.
-pub fn apply<X: ExtraStatus>(
+pub(crate) fn apply<X: ExtraStatus>(
     old: Option<&ServiceStatus<X>>,
     generation: Option<i64>,
     report: Report<X>,
@@ -158,7 +158,7 @@ pub fn apply<X: ExtraStatus>(
 /// The (reason, message) of the first managed object that is not ready, which holds the Service
 /// API object back: `WaitingFor<Kind>` while it is pending or going, `<Kind>Failed` when it
 /// reports a failure; the message names it, its cluster, and what it says.
-pub fn held_up_by(resources: &[ManagedResource]) -> Option<(String, String)> {
+pub(crate) fn held_up_by(resources: &[ManagedResource]) -> Option<(String, String)> {
     let first = resources
         .iter()
         .find(|r| r.phase == ResourcePhase::Failed)
@@ -177,7 +177,7 @@ pub fn held_up_by(resources: &[ManagedResource]) -> Option<(String, String)> {
 
 /// `meta.SetStatusCondition`: replaces the condition of `type_`, keeping its
 /// `lastTransitionTime` unless its status changes.
-pub fn set_condition(
+pub(crate) fn set_condition(
     conditions: &mut Vec<Condition>,
     type_: &str,
     status: bool,
@@ -207,7 +207,7 @@ pub fn set_condition(
 }
 
 /// The `Ready` condition's (status, reason), to tell transitions from repetitions.
-pub fn ready_state<X>(status: Option<&ServiceStatus<X>>) -> Option<(String, String)> {
+pub(crate) fn ready_state<X>(status: Option<&ServiceStatus<X>>) -> Option<(String, String)> {
     status
         .and_then(|s| s.condition(READY))
         .map(|c| (c.status.clone(), c.reason.clone()))
@@ -217,7 +217,7 @@ pub fn ready_state<X>(status: Option<&ServiceStatus<X>>) -> Option<(String, Stri
 /// a JSON merge patch of the difference (the whole status when there was none), as Go's
 /// `client.MergeFrom` sends it. The one status write of the runtime, for the Service API objects
 /// and the ProviderConfig alike. `Ok(None)` when nothing changed, so nothing was written.
-pub async fn patch_status<K, S>(
+pub(crate) async fn patch_status<K, S>(
     api: &kube::Api<K>,
     name: &str,
     old: Option<&S>,
@@ -250,7 +250,7 @@ where
 
 /// A JSON merge patch (RFC 7386) that turns `old` into `new`; `None` when they are equal.
 /// Removed keys become `null`, arrays are replaced whole: what Go's `client.MergeFrom` sends.
-pub fn merge_patch(old: &Value, new: &Value) -> Option<Value> {
+pub(crate) fn merge_patch(old: &Value, new: &Value) -> Option<Value> {
     if old == new {
         return None;
     }

@@ -40,7 +40,7 @@ pub(crate) struct AcceptedClaim {
 impl AcceptedClaim {
     /// The verbs the provider may use: the binding's and the export's, intersected literally as
     /// kcp does (`*` only matches `*`).
-    pub fn allowed_verbs(&self) -> Vec<String> {
+    pub(crate) fn allowed_verbs(&self) -> Vec<String> {
         self.binding_verbs
             .iter()
             .filter(|v| self.export_verbs.contains(v))

@@ -68,13 +68,13 @@ pub(crate) struct ApiState {
 
 impl ApiState {
     /// Every endpoint slice, as work items.
-    pub fn all_slices(&self) -> Vec<Item> {
+    pub(crate) fn all_slices(&self) -> Vec<Item> {
         self.slice_export.keys().cloned().map(Item::Slice).collect()
     }
 
     /// Records that `binding` references `export` (or nothing); returns the exports whose set of
     /// bindings changed.
-    pub fn set_binding_export(
+    pub(crate) fn set_binding_export(
         &mut self,
         binding: &ObjRef,
         export: Option<ExportKey>,
@@ -120,7 +120,7 @@ impl ApiState {
     }
 
     /// Follow-up work for everything depending on an export: its bindings and endpoint slices.
-    pub fn dependents(&self, export: &ExportKey) -> Vec<Item> {
+    pub(crate) fn dependents(&self, export: &ExportKey) -> Vec<Item> {
         let mut out: Vec<Item> = self
             .export_bindings
             .get(export)
@@ -134,7 +134,7 @@ impl ApiState {
     }
 
     /// The endpoint slices of an export, as work items.
-    pub fn slices_of(&self, export: &ExportKey) -> Vec<Item> {
+    pub(crate) fn slices_of(&self, export: &ExportKey) -> Vec<Item> {
         self.export_slices
             .get(export)
             .into_iter()

@@ -37,9 +37,9 @@ use crate::openmcp::naming::k8s_name_uuid;
 use crate::openmcp::{AccessRequest, Cluster, ClusterRequest, RequestStatus};
 
 /// Label on every object the grant creates in the target cluster: the AccessRequest's name.
-pub const ACCESS_NAME_LABEL: &str = "accessrequest.clusters.openmcp.cloud/name";
+pub(super) const ACCESS_NAME_LABEL: &str = "accessrequest.clusters.openmcp.cloud/name";
 /// Label on every object the grant creates in the target cluster: the AccessRequest's namespace.
-pub const ACCESS_NAMESPACE_LABEL: &str = "accessrequest.clusters.openmcp.cloud/namespace";
+pub(super) const ACCESS_NAMESPACE_LABEL: &str = "accessrequest.clusters.openmcp.cloud/namespace";
 /// Field manager of the simulated operator's server-side applies.
 const MANAGER: &str = "openmcp-operator";
 /// kube-apiserver refuses TokenRequests shorter than 10 minutes.

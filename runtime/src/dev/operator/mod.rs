@@ -6,7 +6,7 @@
 //! enqueues the keys it concerns (a granted ClusterRequest wakes the AccessRequests waiting on it,
 //! a vanished Service API object wakes the ControlPlane being deleted), and a pool of workers
 //! handles them reading from the watch caches. No step polls, so a grant takes a few
-//! milliseconds. The three controllers live in [`controlplane`], [`scheduler`] and [`access`].
+//! milliseconds. The three controllers live in `controlplane`, `scheduler` and `access`.
 
 mod access;
 mod controlplane;
