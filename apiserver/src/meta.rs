@@ -145,10 +145,16 @@ const GO_FIRST_KEYS: [&str; 3] = ["kind", "apiVersion", "metadata"];
 /// `apiVersion`, `metadata`, then the rest — rather than serde_json's alphabetical order, so
 /// clients and people that read the bytes see what a real cluster sends.
 pub fn to_json_go_order(v: &Value) -> Result<Vec<u8>, serde_json::Error> {
-    let Value::Object(m) = v else {
-        return serde_json::to_vec(v);
-    };
     let mut out = Vec::with_capacity(256);
+    write_json_go_order(&mut out, v)?;
+    Ok(out)
+}
+
+/// [`to_json_go_order`] appending to `out`.
+pub fn write_json_go_order(out: &mut Vec<u8>, v: &Value) -> Result<(), serde_json::Error> {
+    let Value::Object(m) = v else {
+        return serde_json::to_writer(out, v);
+    };
     out.push(b'{');
     let mut first = true;
     let mut write = |out: &mut Vec<u8>, k: &str, v: &Value| -> Result<(), serde_json::Error> {
@@ -161,14 +167,14 @@ pub fn to_json_go_order(v: &Value) -> Result<Vec<u8>, serde_json::Error> {
     };
     for k in GO_FIRST_KEYS {
         if let Some(v) = m.get(k) {
-            write(&mut out, k, v)?;
+            write(out, k, v)?;
         }
     }
     for (k, v) in m {
         if !GO_FIRST_KEYS.contains(&k.as_str()) {
-            write(&mut out, k, v)?;
+            write(out, k, v)?;
         }
     }
     out.push(b'}');
-    Ok(out)
+    Ok(())
 }

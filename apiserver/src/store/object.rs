@@ -67,11 +67,35 @@ pub struct StoredObject {
     pub bytes: Bytes,
 }
 
+/// Buffers larger than this are not kept for the next object.
+const SCRATCH_LIMIT: usize = 1 << 20;
+
+thread_local! {
+    /// Where objects are serialized before being copied out at their length.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An object's JSON (in Go's key order) in an allocation of exactly its length. The bytes live as
+/// long as this version of the object, and a buffer grown while serializing can be a third or more
+/// spare capacity (depending on where the longest values fall); shrinking it in place instead
+/// leaves the freed tails to fragment the heap, which slows every later allocation.
+fn exact_json(v: &Value) -> Result<Bytes, StoreError> {
+    SCRATCH.with_borrow_mut(|buf| {
+        buf.clear();
+        crate::meta::write_json_go_order(buf, v)
+            .map_err(|e| StoreError::Serialize(e.to_string()))?;
+        let bytes = Bytes::copy_from_slice(buf);
+        if buf.capacity() > SCRATCH_LIMIT {
+            *buf = Vec::new();
+        }
+        Ok(bytes)
+    })
+}
+
 impl StoredObject {
     /// Serializes an object and extracts its indexed fields.
     pub fn build(key: ObjKey, rv: u64, v: &Value) -> Result<Self, StoreError> {
-        let bytes =
-            crate::meta::to_json_go_order(v).map_err(|e| StoreError::Serialize(e.to_string()))?;
+        let bytes = exact_json(v)?;
         let meta = v.get("metadata");
         let str_of = |f: &str| {
             meta.and_then(|m| m.get(f))
@@ -124,10 +148,7 @@ impl StoredObject {
             deleting: meta
                 .and_then(|m| m.get("deletionTimestamp"))
                 .is_some_and(|d| !d.is_null()),
-            // Shrunk to fit: the bytes live as long as this version of the object, and the
-            // serializer's growing buffer can be a third or more spare capacity, depending on
-            // where in the object its longest values fall.
-            bytes: Bytes::from(bytes.into_boxed_slice()),
+            bytes,
         })
     }
 
