@@ -612,12 +612,57 @@ impl Metrics {
             .get()
     }
 
-    /// The metrics in the Prometheus text format.
+    /// The metrics in the Prometheus text format, with bucket bounds written as Go's client writes
+    /// them (`le="60"`, not `le="60.0"`), so queries and alerts that match a Go provider's bucket
+    /// label match ours.
     pub fn encode(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
-        out
+        go_bucket_bounds(&out)
+    }
+}
+
+/// `text` with every `le="…"` label value rewritten in Go's float format.
+fn go_bucket_bounds(text: &str) -> String {
+    const LE: &str = "le=\"";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(LE) {
+        let value_start = start + LE.len();
+        let Some(len) = rest[value_start..].find('"') else {
+            break;
+        };
+        out.push_str(&rest[..value_start]);
+        let value = &rest[value_start..value_start + len];
+        // The label `le`, not a name ending in `le` (`{` or `,` before it).
+        let is_label = matches!(rest[..start].chars().next_back(), Some('{' | ','));
+        match value.parse::<f64>() {
+            Ok(bound) if is_label && bound.is_finite() => out.push_str(&go_float(bound)),
+            _ => out.push_str(value),
+        }
+        rest = &rest[value_start + len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `v` as Go's `strconv.FormatFloat(v, 'g', -1, 64)` writes it, which client_golang's text
+/// format uses for bucket bounds: the shortest digits that read back as `v`, in decimal notation
+/// unless the exponent is below -4 or at least 6 (then `1e-08`, `1e+06`: a sign and at least two
+/// exponent digits).
+fn go_float(v: f64) -> String {
+    // Rust's `{:e}` gives the same shortest digits (`1e-8`, `1.25e0`); only the layout differs.
+    let scientific = format!("{v:e}");
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .expect("`{:e}` of a finite float has an exponent");
+    let exponent: i32 = exponent.parse().expect("`{:e}` writes an integer exponent");
+    if (-4..6).contains(&exponent) {
+        format!("{v}")
+    } else {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exponent.abs())
     }
 }
 
@@ -671,7 +716,9 @@ mod tests {
             r#"controller_runtime_reconcile_panics_total{controller="velero"} 1"#,
             r#"controller_runtime_reconcile_timeouts_total{controller="velero"} 0"#,
             r#"controller_runtime_reconcile_time_seconds_bucket{le="0.005",controller="velero"} 1"#,
-            r#"controller_runtime_reconcile_time_seconds_bucket{le="60.0",controller="velero"} 3"#,
+            r#"controller_runtime_reconcile_time_seconds_bucket{le="60",controller="velero"} 3"#,
+            r#"controller_runtime_reconcile_time_seconds_bucket{le="+Inf",controller="velero"} 3"#,
+            r#"workqueue_queue_duration_seconds_bucket{le="1e-08",name="velero",controller="velero"} 0"#,
             r#"controller_runtime_reconcile_time_seconds_count{controller="velero"} 3"#,
             r#"controller_runtime_max_concurrent_reconciles{controller="velero"} 16"#,
             r#"controller_runtime_active_workers{controller="velero"} 0"#,
@@ -693,6 +740,30 @@ mod tests {
                 .count(),
             RECONCILE_TIME_BUCKETS.len() + 1,
             "controller-runtime's 40 buckets and +Inf"
+        );
+    }
+
+    #[test]
+    fn bucket_bounds_are_written_as_go_writes_them() {
+        // strconv.FormatFloat(v, 'g', -1, 64) for each.
+        for (bound, go) in [
+            (60.0, "60"),
+            (0.005, "0.005"),
+            (1.25, "1.25"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1e-8, "1e-08"),
+            (100000.0, "100000"),
+            (1e6, "1e+06"),
+            (1.5e-10, "1.5e-10"),
+        ] {
+            assert_eq!(go_float(bound), go, "{bound}");
+        }
+        let text =
+            "a_bucket{x=\"y\",le=\"60.0\"} 1\na_bucket{le=\"+Inf\",x=\"y\"} 2\nsale=\"1.0\"\n";
+        assert_eq!(
+            go_bucket_bounds(text),
+            "a_bucket{x=\"y\",le=\"60\"} 1\na_bucket{le=\"+Inf\",x=\"y\"} 2\nsale=\"1.0\"\n"
         );
     }
 }
