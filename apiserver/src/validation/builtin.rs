@@ -708,23 +708,27 @@ fn pod_spec(spec: &Value, path: &str, errs: &mut Vec<FieldError>) {
     }
 }
 
+/// A name kube requires and checks with `rule`: "Required value" when empty, else each of
+/// `rule`'s messages.
+fn required_name(
+    name: &str,
+    path: &str,
+    rule: fn(&str) -> Vec<String>,
+    errs: &mut Vec<FieldError>,
+) {
+    if name.is_empty() {
+        errs.push(FieldError::required(path, ""));
+        return;
+    }
+    for m in rule(name) {
+        errs.push(FieldError::invalid(path, BadValue::str(name), m));
+    }
+}
+
 /// `validateContainerCommon`: a DNS label for a name, an image, and `validateContainerPorts`.
 fn container(c: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let name = str_at(c, "/name");
-    if name.is_empty() {
-        errs.push(FieldError::required(&format!("{path}.name"), ""));
-    }
-    for m in (!name.is_empty())
-        .then(|| dns1123_label(name))
-        .into_iter()
-        .flatten()
-    {
-        errs.push(FieldError::invalid(
-            &format!("{path}.name"),
-            BadValue::str(name),
-            m,
-        ));
-    }
+    required_name(name, &format!("{path}.name"), dns1123_label, errs);
     if str_at(c, "/image").is_empty() {
         errs.push(FieldError::required(&format!("{path}.image"), ""));
     }
@@ -1664,20 +1668,7 @@ fn ingress_backend(b: &Value, at: &str, errs: &mut Vec<FieldError>) {
         (true, false) => {}
         (false, true) => {
             let name = str_at(b, "/service/name");
-            if name.is_empty() {
-                errs.push(FieldError::required(&format!("{at}.service.name"), ""));
-            }
-            for m in (!name.is_empty())
-                .then(|| dns1035_label(name))
-                .into_iter()
-                .flatten()
-            {
-                errs.push(FieldError::invalid(
-                    &format!("{at}.service.name"),
-                    BadValue::str(name),
-                    m,
-                ));
-            }
+            required_name(name, &format!("{at}.service.name"), dns1035_label, errs);
             let port_name_set = str_at(b, "/service/port/name");
             let number = int_at(b, "/service/port/number").unwrap_or(0);
             match (!port_name_set.is_empty(), number != 0) {
