@@ -1340,7 +1340,7 @@ async fn onboarding_access_waits_for_the_grant_and_its_secret() -> TestResult {
     assert_eq!(
         err.to_string(),
         format!(
-            "ClusterRequest {ns}/{name} was not granted within 2s; is the openMCP platform operator running?"
+            "ClusterRequest {ns}/{name} was not ready within 2s; is the openMCP platform operator running?"
         )
     );
     Ok(())

@@ -52,12 +52,12 @@ pub enum OnboardingError {
         /// Its name.
         name: String,
     },
-    /// The request was not answered in time.
+    /// The request was not answered, or its kubeconfig Secret not written, in time.
     #[error(
-        "{kind} {namespace}/{name} was not granted within {timeout:?}; is the openMCP platform operator running?"
+        "{kind} {namespace}/{name} was not ready within {timeout:?}; is the openMCP platform operator running?"
     )]
     Timeout {
-        /// ClusterRequest or AccessRequest.
+        /// ClusterRequest, AccessRequest or Secret.
         kind: &'static str,
         /// Its namespace.
         namespace: String,
