@@ -23,10 +23,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use serde_json::{Value, json};
 use service_provider::dev::{ControlPlaneRef, TestEnv};
-use service_provider::kube::Api;
 use service_provider::kube::api::{
     ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
+use service_provider::kube::{Api, Resource};
 use service_provider::openmcp::naming::{
     request_labels, stable_mcp_namespace, stable_request_name,
 };
@@ -35,6 +35,7 @@ use service_provider::openmcp::{
     TokenConfig,
 };
 use service_provider::prelude::*;
+use service_provider::serde::Serialize;
 
 use crate::common::{self, TIMEOUT};
 use crate::process::{Deployed, Operated};
@@ -347,7 +348,9 @@ impl Tenant {
 
 /// What must not change when the requests are adopted: per request, its generation, spec,
 /// finalizers and labels.
-type Requests = Vec<(String, Option<i64>, Value, Value, Value)>;
+type Requests = Vec<RequestRow>;
+/// One request: its name, generation, spec, finalizers and labels.
+type RequestRow = (String, Option<i64>, Value, Value, Value);
 
 async fn requests(env: &TestEnv) -> Requests {
     let selector = ListParams::default().labels(&format!("openmcp.cloud/managed-by={PROVIDER}"));
@@ -358,35 +361,29 @@ async fn requests(env: &TestEnv) -> Requests {
         .await
         .unwrap()
     {
-        all.push((
-            format!(
-                "AccessRequest {}",
-                ar.metadata.name.clone().unwrap_or_default()
-            ),
-            ar.metadata.generation,
-            json!(ar.spec),
-            json!(ar.metadata.finalizers),
-            json!(ar.metadata.labels),
-        ));
+        all.push(request_row("AccessRequest", &ar));
     }
     for cr in Api::<ClusterRequest>::all(platform)
         .list(&selector)
         .await
         .unwrap()
     {
-        all.push((
-            format!(
-                "ClusterRequest {}",
-                cr.metadata.name.clone().unwrap_or_default()
-            ),
-            cr.metadata.generation,
-            json!(cr.spec),
-            json!(cr.metadata.finalizers),
-            json!(cr.metadata.labels),
-        ));
+        all.push(request_row("ClusterRequest", &cr));
     }
     all.sort_by(|a, b| a.0.cmp(&b.0));
     all
+}
+
+/// What the takeover must leave as it is of one request.
+fn request_row<K: Resource + Serialize>(kind: &str, request: &K) -> RequestRow {
+    let meta = request.meta();
+    (
+        format!("{kind} {}", meta.name.clone().unwrap_or_default()),
+        meta.generation,
+        json!(request)["spec"].clone(),
+        json!(meta.finalizers),
+        json!(meta.labels),
+    )
 }
 
 /// Asserts that `now` holds the same requests as `then`, naming the first one that differs.

@@ -25,6 +25,18 @@ fn cm(name: &str, v: &str) -> ConfigMap {
     }
 }
 
+/// Creates `count` Leases `l0`, `l1`, … one after the other; returns the first.
+async fn create_leases(leases: &Api<Lease>, count: usize) -> Lease {
+    let mut first = None;
+    for n in 0..count {
+        let lease: Lease =
+            serde_json::from_value(json!({"metadata": {"name": format!("l{n}")}})).unwrap();
+        let created = leases.create(&PostParams::default(), &lease).await.unwrap();
+        first.get_or_insert(created);
+    }
+    first.expect("at least one lease")
+}
+
 async fn next_event<K>(
     s: &mut (impl futures::Stream<Item = kube::Result<WatchEvent<K>>> + Unpin),
 ) -> WatchEvent<K> {
@@ -363,19 +375,7 @@ async fn resuming_from_before_the_watch_window_is_410() {
         .create(&PostParams::default(), &cm("first", "1"))
         .await
         .unwrap();
-    let lease = |n: usize| -> Lease {
-        serde_json::from_value(json!({"metadata": {"name": format!("l{n}")}})).unwrap()
-    };
-    let l0 = leases
-        .create(&PostParams::default(), &lease(0))
-        .await
-        .unwrap();
-    for n in 1..6 {
-        leases
-            .create(&PostParams::default(), &lease(n))
-            .await
-            .unwrap();
-    }
+    let l0 = create_leases(&leases, 6).await;
     // Leases keep their 3 newest events: resuming from the first lease is too old.
     let mut s = leases
         .watch(&WatchParams::default(), &l0.resource_version().unwrap())
@@ -407,19 +407,7 @@ async fn resuming_from_before_the_watch_window_is_410() {
 async fn a_burst_stays_inside_the_default_watch_window() {
     let c = cluster().await;
     let leases: Api<Lease> = Api::default_namespaced(c.client());
-    let lease = |n: usize| -> Lease {
-        serde_json::from_value(json!({"metadata": {"name": format!("l{n}")}})).unwrap()
-    };
-    let l0 = leases
-        .create(&PostParams::default(), &lease(0))
-        .await
-        .unwrap();
-    for n in 1..150 {
-        leases
-            .create(&PostParams::default(), &lease(n))
-            .await
-            .unwrap();
-    }
+    let l0 = create_leases(&leases, 150).await;
     let mut s = leases
         .watch(&WatchParams::default(), &l0.resource_version().unwrap())
         .await
