@@ -35,8 +35,8 @@ use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, PostParams};
 use service_provider::prelude::*;
 use service_provider_apiserver::kcp::{KcpOptions, VIRTUAL_WORKSPACE_SURFACE};
-use service_provider_runtime::kcp::KcpSettings;
-use service_provider_runtime::runner::{RunOptions, Runtime};
+use service_provider_runtime::cli::run::{RunOptions, Runtime};
+use service_provider_runtime::modes::kcp::KcpSettings;
 
 // Each benchmark uses part of it.
 #[allow(dead_code)]

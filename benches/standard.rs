@@ -40,7 +40,7 @@ use serde_json::json;
 use service_provider::dev::{ControlPlaneRef, TestEnv};
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use service_provider_runtime::runner::{RunOptions, Runtime};
+use service_provider_runtime::cli::run::{RunOptions, Runtime};
 // Each benchmark uses part of it.
 #[path = "eso/mod.rs"]
 mod eso;

@@ -66,28 +66,28 @@ pub use service_provider_macros::{api_type, service_provider};
 // The author's API, and nothing of the machinery (controllers, queues, caches, access management,
 // kcp plumbing, the command line's internals): those live in `service-provider-runtime`, whose
 // items may change between any two releases.
-pub use service_provider_runtime::context::SecretRef;
+pub use service_provider_runtime::cli::init::InitContext;
 pub use service_provider_runtime::error::ErrorKind;
-pub use service_provider_runtime::init::InitContext;
+pub use service_provider_runtime::tenant::SecretRef;
 pub use service_provider_runtime::{
     App, Apply, ApplySet, ClusterAccess, Context, Delete, Deletion, Duration, Error, Identity,
     Mode, NoConfig, NoStatus, ObjectEvents, Outcome, Phase, ProviderConfigCommon, ProviderInfo,
     Reconcile, ServiceProvider, ServiceStatus, VersionSpec, WorkloadCluster, run, run_with_args,
 };
 
-/// Installing a set of objects into a cluster with server-side apply, pruning what a previous
-/// apply installed and this one omits ([`Context::apply_set`]).
-pub use service_provider_runtime::apply;
-/// The Flux API types (`OCIRepository`, `HelmRepository`, `HelmRelease`) a provider declares to
-/// install a Helm chart ([`Context::helm_release`]).
-pub use service_provider_runtime::flux;
 /// The generated manifests ([`manifests()`]), as `<provider> manifests` writes them.
-pub use service_provider_runtime::manifests;
+pub use service_provider_runtime::cli::manifests;
 /// The openMCP API types (`ControlPlane`, `ClusterRequest`, `AccessRequest`, `ServiceProvider`, …).
 pub use service_provider_runtime::openmcp;
 /// The schema of a free-form JSON field (e.g. Helm values in a ProviderConfig):
 /// `#[schemars(schema_with = "service_provider::free_form_schema")]`.
 pub use service_provider_runtime::provider_config::free_form_schema;
+/// Installing a set of objects into a cluster with server-side apply, pruning what a previous
+/// apply installed and this one omits ([`Context::apply_set`]).
+pub use service_provider_runtime::resources::apply;
+/// The Flux API types (`OCIRepository`, `HelmRepository`, `HelmRelease`) a provider declares to
+/// install a Helm chart ([`Context::helm_release`]).
+pub use service_provider_runtime::resources::flux;
 /// Managed resources: where an object lives, its deletion policy, its readiness, and its entry in
 /// `status.resources` ([`Context::resource_set`]); Helm charts and pull-secret copies.
 pub use service_provider_runtime::{

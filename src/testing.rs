@@ -54,15 +54,15 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use service_provider_runtime::access::clients::ClientFactory;
+use service_provider_runtime::cli::dev::DevSamples;
+use service_provider_runtime::cli::run::{RunOptions, Runtime};
 use service_provider_runtime::dev::{ClusterHandle, DevError, TestEnv};
-use service_provider_runtime::dev_mode::DevSamples;
-use service_provider_runtime::kcp::KcpSettings;
+use service_provider_runtime::modes::kcp::KcpSettings;
 use service_provider_runtime::openmcp::constants::{
     MANAGED_BY_LABEL, ONBOARDING_NAME_LABEL, ONBOARDING_NAMESPACE_LABEL, PURPOSE_WORKLOAD,
 };
 use service_provider_runtime::openmcp::naming::label_value;
 use service_provider_runtime::openmcp::{AccessRequest, ClusterRequest};
-use service_provider_runtime::runner::{RunOptions, Runtime};
 
 use crate::{Identity, Mode, Phase, Reconcile, ServiceProvider};
 

@@ -18,7 +18,7 @@ use service_provider::kube::api::{
     ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams,
 };
 use service_provider::prelude::*;
-use service_provider_runtime::runner::{RunOptions, Runtime};
+use service_provider_runtime::cli::run::{RunOptions, Runtime};
 
 use super::support::ReadyTimes;
 use super::{CONCURRENCY, NAMESPACE, TIMEOUT, diff, print_calls, reads_and_writes, settled};

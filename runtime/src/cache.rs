@@ -512,9 +512,9 @@ mod tests {
     fn a_failing_watch_warns_once_a_minute_and_says_when_it_recovered() {
         let lines = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
         let sink = lines.clone();
-        let subscriber = crate::logging::subscriber(
+        let subscriber = crate::ops::logging::subscriber(
             tracing_subscriber::EnvFilter::new("debug"),
-            crate::logging::LogFormat::Json,
+            crate::ops::logging::LogFormat::Json,
             move || LineSink(sink.clone()),
         );
         tracing::subscriber::with_default(subscriber, || {

@@ -5,54 +5,61 @@
 //! whose `#[service_provider]` attribute implements [`ServiceProvider`] for their type and whose
 //! `run` drives it. The modules below each own one concept.
 
-pub mod access;
-pub mod apply;
-pub(crate) mod cache;
-pub(crate) mod cli;
+// The author's API.
 pub mod context;
-pub mod controller;
-#[cfg(feature = "dev")]
-pub mod dev;
-#[cfg(feature = "dev")]
-pub mod dev_mode;
-pub(crate) mod duration;
 pub mod error;
-pub(crate) mod events;
 pub mod fields;
-pub mod flux;
-pub(crate) mod helm;
-pub mod init;
-pub mod kcp;
-pub(crate) mod logging;
-pub mod manifests;
-pub mod openmcp;
-pub mod ops;
 pub(crate) mod outcome;
+pub(crate) mod reconcile;
+
+// The reconcile core, shared by both modes.
+pub mod access;
+pub(crate) mod cache;
+pub mod controller;
+pub(crate) mod duration;
+pub(crate) mod events;
 pub(crate) mod platform;
-pub(crate) mod provider;
 pub mod provider_config;
-pub(crate) mod pull_secrets;
 pub mod queue;
 pub(crate) mod rbac;
-pub mod runner;
-pub(crate) mod standard;
 pub(crate) mod status;
+pub mod tenant;
 
-pub use apply::{
-    ApplySet, DeletionPolicy, Location, ManagedResource, MemberRef, Readiness, ResourcePhase,
-};
+// Where Service API objects come from: the onboarding cluster or kcp workspaces.
+pub mod modes;
+
+// Managed resources: applied sets, Helm through Flux, pull secrets.
+pub mod resources;
+
+// The openMCP platform API.
+pub mod openmcp;
+
+// The provider binary: its command line, `init`, `run`, `manifests` and `dev`.
+pub mod cli;
+
+// Operating a provider: logs, metrics, probes, leader election, shutdown.
+pub mod ops;
+
+/// The simulated openMCP platform on the embedded control plane (feature `dev`).
+#[cfg(feature = "dev")]
+pub mod dev;
+
+pub use cli::manifests::{Manifest, manifests};
 pub use cli::{App, run, run_with_args};
-pub use context::{ClusterAccess, Context, Identity, Mode};
+pub use context::Context;
 pub use duration::Duration;
 pub use error::Error;
 pub use events::ObjectEvents;
 pub use fields::JsonFields;
-pub use helm::{HelmChart, HelmInstall};
-pub use manifests::{Manifest, manifests};
 pub use outcome::{Apply, Delete, Deletion, Outcome};
-pub use provider::{ProviderInfo, Reconcile, ServiceProvider, WorkloadCluster};
 pub use provider_config::{
     NoConfig, ProviderConfigCommon, ProviderConfigFields, ProviderConfigResource,
     ProviderConfigStatus, VersionSpec,
 };
+pub use reconcile::{ProviderInfo, Reconcile, ServiceProvider, WorkloadCluster};
+pub use resources::apply::{
+    ApplySet, DeletionPolicy, Location, ManagedResource, MemberRef, Readiness, ResourcePhase,
+};
+pub use resources::helm::{HelmChart, HelmInstall};
 pub use status::{ExtraStatus, NoStatus, Phase, ServiceStatus};
+pub use tenant::{ClusterAccess, Identity, Mode};

@@ -33,9 +33,9 @@ use crate::openmcp::constants::{
 };
 use crate::openmcp::naming::label_value;
 use crate::openmcp::{AccessRequest, ClusterRequest};
-use crate::provider::ServiceProvider;
 use crate::provider_config::ProviderConfigStatus;
 use crate::queue::Triggers;
+use crate::reconcile::ServiceProvider;
 use crate::status::write::{patch_status, set_condition};
 
 /// Where the ProviderConfig stands.
@@ -85,7 +85,7 @@ pub struct Platform<P: ServiceProvider> {
     factory: ClientFactory,
     config_synced: Cache<String, DynamicObject>,
     /// The modes this replica leads.
-    leading: std::sync::Mutex<HashSet<crate::context::Mode>>,
+    leading: std::sync::Mutex<HashSet<crate::tenant::Mode>>,
 }
 
 impl<P: ServiceProvider> std::fmt::Debug for Platform<P> {
@@ -193,7 +193,7 @@ impl<P: ServiceProvider> Platform<P> {
 
     /// Tells the platform view whether this replica leads `mode`; only a replica that leads
     /// some mode writes the ProviderConfig's status.
-    pub fn set_leader(self: &Arc<Self>, mode: crate::context::Mode, leader: bool) {
+    pub fn set_leader(self: &Arc<Self>, mode: crate::tenant::Mode, leader: bool) {
         let became = {
             let mut leading = self.leading.lock().unwrap_or_else(|e| e.into_inner());
             let was = !leading.is_empty();

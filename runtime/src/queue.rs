@@ -27,8 +27,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::context::{Identity, Mode};
 use crate::ops::metrics::QueueMetrics;
+use crate::tenant::{Identity, Mode};
 
 /// How per-key backoff grows after consecutive transient failures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

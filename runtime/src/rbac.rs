@@ -8,8 +8,8 @@
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::kcp::v1alpha2::PermissionClaim;
-use crate::provider::ProviderInfo;
+use crate::modes::kcp::v1alpha2::PermissionClaim;
+use crate::reconcile::ProviderInfo;
 
 /// A place the runtime acts in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -57,7 +57,7 @@ const COORDINATION: &str = "coordination.k8s.io";
 const EVENTS: &str = "events.k8s.io";
 const APIEXTENSIONS: &str = "apiextensions.k8s.io";
 const RBAC: &str = "rbac.authorization.k8s.io";
-const KCP_APIS: &str = crate::kcp::GROUP;
+const KCP_APIS: &str = crate::modes::kcp::GROUP;
 const AUTHENTICATION: &str = "authentication.k8s.io";
 
 fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
@@ -200,7 +200,7 @@ fn claim(group: &str, resource: &str, verbs: &[&str]) -> PermissionClaim {
 /// workspace through the virtual workspace.
 ///
 /// In kcp mode the tenant cluster handed to the author is the consumer workspace itself, reached
-/// with a ServiceAccount token minted there (`crate::kcp::credentials`). The virtual workspace
+/// with a ServiceAccount token minted there (`crate::modes::kcp::credentials`). The virtual workspace
 /// has no `serviceaccounts/token` subresource and the provider's own identity is foreign in the
 /// consumer workspace, so the runtime sets that access up through claimed resources:
 ///

@@ -9,8 +9,8 @@ use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, PostParams};
 use service_provider::{Reconcile, ServiceProvider};
 use service_provider_apiserver::kcp::{KcpOptions, WorkspaceInfo};
-use service_provider_runtime::kcp::{KcpSettings, KcpSource};
-use service_provider_runtime::runner::{RunOptions, Runtime};
+use service_provider_runtime::cli::run::{RunOptions, Runtime};
+use service_provider_runtime::modes::kcp::{KcpSettings, KcpSource};
 use std::sync::Arc;
 
 pub(crate) use crate::support::*;

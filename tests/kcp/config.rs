@@ -33,9 +33,9 @@ async fn a_provider_config_change_reaches_every_workspace() {
         .await
         .unwrap();
     let provider = env.provider().unwrap();
-    let mut runtime = service_provider_runtime::runner::Runtime::<Velero>::start(
+    let mut runtime = service_provider_runtime::cli::run::Runtime::<Velero>::start(
         common::provider_platform_client(&env).await,
-        service_provider_runtime::runner::RunOptions::new(provider.name(), env.pod_namespace()),
+        service_provider_runtime::cli::run::RunOptions::new(provider.name(), env.pod_namespace()),
     )
     .await
     .unwrap();

@@ -8,7 +8,7 @@ use serde_json::json;
 use service_provider::kube::Api;
 use service_provider::kube::api::DeleteParams;
 use service_provider_apiserver::kcp::KcpOptions;
-use service_provider_runtime::kcp::Sharding;
+use service_provider_runtime::modes::kcp::Sharding;
 
 use crate::common::{self, TIMEOUT};
 use crate::velero::Velero;

@@ -11,7 +11,7 @@ use service_provider::Identity;
 use service_provider::kube::Api;
 use service_provider::kube::api::{DeleteParams, Patch, PatchParams};
 use service_provider_apiserver::kcp::KcpOptions;
-use service_provider_runtime::kcp::WorkspaceCredentials;
+use service_provider_runtime::modes::kcp::WorkspaceCredentials;
 
 use crate::common;
 use crate::velero::Velero;

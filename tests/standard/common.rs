@@ -6,7 +6,7 @@ use service_provider::dev::{ControlPlaneRef, TestEnv};
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, PostParams};
 use service_provider::{Reconcile, ServiceProvider};
-use service_provider_runtime::runner::{RunOptions, Runtime};
+use service_provider_runtime::cli::run::{RunOptions, Runtime};
 
 pub(crate) use crate::support::*;
 

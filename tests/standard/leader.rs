@@ -7,8 +7,8 @@ use serde_json::json;
 use service_provider::Mode;
 use service_provider::dev::ControlPlaneRef;
 use service_provider::kube::Api;
+use service_provider_runtime::cli::run::RunOptions;
 use service_provider_runtime::ops::metrics::{Metrics, ReconcileResult};
-use service_provider_runtime::runner::RunOptions;
 
 use crate::common;
 use crate::flaky::Flaky;

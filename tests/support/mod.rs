@@ -14,7 +14,7 @@ use service_provider::dev::TestEnv;
 use service_provider::kube::{Api, Resource};
 use service_provider::testing::{TestPlatform, TestPlatformBuilder};
 use service_provider::{Reconcile, ServiceProvider};
-use service_provider_runtime::runner::Runtime;
+use service_provider_runtime::cli::run::Runtime;
 
 /// Generous: the whole suite shares two cores.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(120);

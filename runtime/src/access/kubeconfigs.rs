@@ -15,8 +15,8 @@ use kube::Api;
 
 use crate::access::clients::{ClientError, ClientFactory};
 use crate::cache::{ObjectKey, is_newer};
-use crate::context::{ClusterAccess, Identity, SecretRef};
 use crate::openmcp::constants::SECRET_KEY_KUBECONFIG;
+use crate::tenant::{ClusterAccess, Identity, SecretRef};
 
 /// Why a Secret's kubeconfig could not be used.
 #[derive(Debug, thiserror::Error)]

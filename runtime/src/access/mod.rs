@@ -33,7 +33,6 @@ use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 
 use crate::cache::{Cache, ObjectKey};
-use crate::context::{ClusterAccess, Identity};
 use crate::openmcp::clusters::RequestStatus;
 use crate::openmcp::constants::{
     CLUSTER_ACCESS_FINALIZER, MANAGED_BY_LABEL, MANAGED_PURPOSE_LABEL, MCP_CLUSTER_ID,
@@ -47,6 +46,7 @@ use crate::openmcp::{
     AccessRequest, AccessRequestSpec, ClusterRequest, ClusterRequestSpec, ObjectReference,
     PermissionsRequest, RoleRef, TokenConfig,
 };
+use crate::tenant::{ClusterAccess, Identity};
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
 pub use kubeconfigs::KubeconfigStore;

@@ -19,8 +19,6 @@ use kube::runtime::wait::await_condition;
 
 use crate::access::clients::ClientFactory;
 use crate::access::{is_status, watch_error};
-use crate::context::ClusterAccess;
-use crate::context::SecretRef;
 use crate::openmcp::clusters::RequestStatus;
 use crate::openmcp::constants::{MANAGED_BY_LABEL, PURPOSE_ONBOARDING, SECRET_KEY_KUBECONFIG};
 use crate::openmcp::naming::{label_value, stable_request_name};
@@ -28,6 +26,8 @@ use crate::openmcp::{
     AccessRequest, AccessRequestSpec, ClusterRequest, ClusterRequestSpec, ObjectReference,
     PermissionsRequest, TokenConfig,
 };
+use crate::tenant::ClusterAccess;
+use crate::tenant::SecretRef;
 
 /// Why onboarding access could not be obtained.
 #[derive(Debug, thiserror::Error)]

@@ -13,11 +13,11 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{Identity, Mode};
 use crate::ops::metrics::Metrics;
 use crate::platform::Platform;
-use crate::provider::Reconcile;
 use crate::queue::{BackoffPolicy, Queue, Requeue};
+use crate::reconcile::Reconcile;
+use crate::tenant::{Identity, Mode};
 
 pub use reconciler::{Options, Reconciler};
 pub use source::{Refusal, Source};

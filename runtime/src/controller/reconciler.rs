@@ -28,22 +28,23 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::access::{AccessState, Registration};
-use crate::apply::ResourcePhase;
-use crate::context::{ClusterAccess, Context, Identity, WorkloadAccess};
+use crate::context::{Context, WorkloadAccess};
 use crate::controller::source::Source;
 use crate::error::Error;
 use crate::openmcp::constants::{OPERATION_ANNOTATION, OPERATION_IGNORE, OPERATION_RECONCILE};
 use crate::ops::metrics::{ControllerMetrics, ControllerResult, Metrics, ReconcileResult};
 use crate::outcome::{DEFAULT_WAIT, State};
 use crate::platform::{ConfigState, Platform};
-use crate::provider::{Reconcile, WorkloadCluster};
 use crate::provider_config::ProviderConfigResource;
 use crate::queue::Requeue;
+use crate::reconcile::{Reconcile, WorkloadCluster};
+use crate::resources::apply::ResourcePhase;
 use crate::status::write::{
     self as status, REASON_CLEANUP, REASON_DENIED, REASON_ERROR, REASON_INVALID,
     REASON_INVALID_OBJECT, REASON_PANICKED, REASON_TERMINATING, REASON_TIMED_OUT, REASON_WAITING,
     Report,
 };
+use crate::tenant::{ClusterAccess, Identity};
 
 /// Numbers each reconcile of the process, for telling apart the log lines of two reconciles of
 /// the same object (controller-runtime's `reconcileID`).

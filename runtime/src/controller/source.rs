@@ -13,10 +13,10 @@ use std::sync::Arc;
 use kube::Api;
 
 use crate::access::AccessState;
-use crate::context::{Identity, Mode};
 use crate::error::Error;
 use crate::events::EventRecorder;
-use crate::provider::ServiceProvider;
+use crate::reconcile::ServiceProvider;
+use crate::tenant::{Identity, Mode};
 
 /// A mode's view of its Service API objects and tenant clusters.
 ///

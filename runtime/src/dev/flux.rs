@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use crate::dev::DevError;
 use crate::dev::hosting::ClusterHandle;
 use crate::dev::operator::{ObjKey, Shared};
-use crate::flux::{HelmRelease, HelmRepository, OCIRepository};
+use crate::resources::flux::{HelmRelease, HelmRepository, OCIRepository};
 
 /// How long a well-formed Flux object takes to become Ready (a pull, an install).
 pub const READY_AFTER: Duration = Duration::from_millis(300);

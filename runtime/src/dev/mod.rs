@@ -50,7 +50,7 @@
 //!
 //! - **Flux** ([`flux`]): every workload cluster is created with the Flux CRDs
 //!   (`source.toolkit.fluxcd.io/v1` OCIRepository and HelmRepository, `helm.toolkit.fluxcd.io/v2`
-//!   HelmRelease, with the runtime's [`crate::flux`] schemas) and a stand-in for the source- and
+//!   HelmRelease, with the runtime's [`crate::resources::flux`] schemas) and a stand-in for the source- and
 //!   helm-controller: an object not Ready for its generation is looked at after
 //!   [`flux::READY_AFTER`] and again every half second until it is. A source is Ready
 //!   (`Succeeded`) when its URL is well-formed (`oci://<host>/<path>`, `http(s)://…`) and its

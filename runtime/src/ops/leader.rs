@@ -31,7 +31,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::Mode;
+use crate::tenant::Mode;
 
 /// How leader election is configured; the defaults are controller-runtime's.
 #[derive(Clone, Debug)]

@@ -1,6 +1,7 @@
-//! Operating a provider: metrics, health and readiness probes, leader election and shutdown.
+//! Operating a provider: log output, metrics, health and readiness probes, leader election and shutdown.
 
 pub mod leader;
+pub(crate) mod logging;
 pub mod metrics;
 pub mod server;
 pub mod shutdown;

@@ -95,7 +95,7 @@ pub struct ServiceStatus<X = NoStatus> {
     /// The objects the provider manages for this tenant, one entry each, with phase and
     /// location (written by the runtime from the tenant's resource sets).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resources: Vec<crate::apply::ManagedResource>,
+    pub resources: Vec<crate::resources::apply::ManagedResource>,
     /// The author's extra status fields.
     #[serde(flatten)]
     pub extra: X,

@@ -6,11 +6,11 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::ObjectMeta;
 
-use crate::apply::{ApplySet, Location, MemberRef};
 use crate::context::Context;
 use crate::error::Error;
 use crate::openmcp::naming::{K8S_MAX_NAME_LENGTH, shorten_to_x_characters};
-use crate::provider::ServiceProvider;
+use crate::reconcile::ServiceProvider;
+use crate::resources::apply::{ApplySet, Location, MemberRef};
 
 /// Secret type of a registry credential.
 const DOCKER_CONFIG_JSON: &str = "kubernetes.io/dockerconfigjson";
@@ -21,7 +21,7 @@ pub struct PullSecrets {
     /// The copies' names, in the order of the sources, for `imagePullSecrets` in pod specs or
     /// Helm values.
     pub names: Vec<String>,
-    /// The copies as set members, for [`depends_on`](crate::apply::Entry::depends_on).
+    /// The copies as set members, for [`depends_on`](crate::resources::apply::Entry::depends_on).
     pub members: Vec<MemberRef>,
 }
 

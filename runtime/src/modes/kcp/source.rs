@@ -30,20 +30,20 @@ use tokio_util::sync::CancellationToken;
 use crate::access::AccessState;
 use crate::access::clients::scoped_client;
 use crate::cache::{Cache, Change, compact_meta, reflect};
-use crate::context::{Identity, Mode};
 use crate::controller::{Refusal, Source};
 use crate::error::Error;
 use crate::events::EventRecorder;
-use crate::kcp::credentials::Credentials;
-use crate::kcp::provider_workspace::ProviderWorkspace;
-use crate::kcp::settings::KcpSettings;
-use crate::kcp::v1alpha1::APIExportEndpointSlice;
-use crate::kcp::v1alpha2::APIBinding;
-use crate::kcp::workspaces::Workspaces;
-use crate::kcp::{CLUSTER_ANNOTATION, guard};
+use crate::modes::kcp::credentials::Credentials;
+use crate::modes::kcp::provider_workspace::ProviderWorkspace;
+use crate::modes::kcp::settings::KcpSettings;
+use crate::modes::kcp::v1alpha1::APIExportEndpointSlice;
+use crate::modes::kcp::v1alpha2::APIBinding;
+use crate::modes::kcp::workspaces::Workspaces;
+use crate::modes::kcp::{CLUSTER_ANNOTATION, guard};
+use crate::modes::standard::needs_reconcile;
 use crate::platform::Platform;
-use crate::provider::{ServiceProvider, compact_object};
-use crate::standard::needs_reconcile;
+use crate::reconcile::{ServiceProvider, compact_object};
+use crate::tenant::{Identity, Mode};
 
 /// Reason of the `Ready` condition of an object that is not served because an older one serves
 /// its workspace.

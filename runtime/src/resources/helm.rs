@@ -10,18 +10,18 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::ObjectMeta;
 use serde_json::Value;
 
-use crate::apply::{ApplySet, Location, MemberRef};
 use crate::context::Context;
 use crate::error::Error;
-use crate::flux::{
+use crate::provider_config::VersionSpec;
+use crate::reconcile::ServiceProvider;
+use crate::resources::apply::{ApplySet, Location, MemberRef};
+use crate::resources::flux::{
     CrossNamespaceObjectReference, CrossNamespaceSourceReference, HelmChartTemplate,
     HelmChartTemplateSpec, HelmRelease, HelmReleaseSpec, HelmRepository, HelmRepositorySpec,
     Install, InstallRemediation, KubeConfigReference, LocalObjectReference, OCILayerSelector,
     OCIRepository, OCIRepositoryRef, OCIRepositorySpec, SecretKeyReference, Upgrade,
     UpgradeRemediation,
 };
-use crate::provider::ServiceProvider;
-use crate::provider_config::VersionSpec;
 
 /// Key of the kubeconfig in the Secret the HelmRelease reads (as the Go providers set it).
 pub(crate) const KUBECONFIG_KEY: &str = "kubeconfig";
@@ -297,7 +297,7 @@ impl<P: ServiceProvider> Context<P> {
 
 /// A source waits for its credentials.
 fn source_entry(
-    entry: crate::apply::Entry<'_>,
+    entry: crate::resources::apply::Entry<'_>,
     pull_secret: &Option<(MemberRef, String)>,
 ) -> MemberRef {
     match pull_secret {

@@ -33,13 +33,13 @@ use tokio::time::Instant;
 use crate::access::clients::ScopedService;
 use crate::access::{AccessState, KubeconfigStore, is_status};
 use crate::cache::ObjectKey;
-use crate::context::{ClusterAccess, Identity};
 use crate::error::Error;
-use crate::kcp::guard::{OnUnauthorized, guarded_client};
-use crate::kcp::provider_workspace::{ProviderWorkspace, Subject};
-use crate::kcp::settings::WorkspaceCredentials;
+use crate::modes::kcp::guard::{OnUnauthorized, guarded_client};
+use crate::modes::kcp::provider_workspace::{ProviderWorkspace, Subject};
+use crate::modes::kcp::settings::WorkspaceCredentials;
 use crate::openmcp::constants::MANAGED_BY_LABEL;
 use crate::queue::{BackoffPolicy, Queue, Requeue};
+use crate::tenant::{ClusterAccess, Identity};
 
 /// Namespace of the runtime's ServiceAccount in each consumer workspace.
 pub const ACCESS_NAMESPACE: &str = "openmcp-system";

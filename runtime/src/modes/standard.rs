@@ -15,14 +15,14 @@ use kube::{Api, Resource};
 
 use crate::access::{AccessState, Registration};
 use crate::cache::{Cache, Change, reflect};
-use crate::context::{Identity, Mode};
 use crate::controller::Source;
 use crate::controller::reconciler::access_error;
 use crate::error::Error;
 use crate::events::EventRecorder;
 use crate::platform::Platform;
-use crate::provider::{ServiceProvider, compact_object};
 use crate::queue::Triggers;
+use crate::reconcile::{ServiceProvider, compact_object};
+use crate::tenant::{Identity, Mode};
 
 /// The standard-mode source. Cheap to share (`Arc`).
 pub struct Standard<P: ServiceProvider> {

@@ -32,8 +32,8 @@ pub use files::{
 };
 pub use kcp::{api_export, api_export_v1alpha1, api_resource_schema, api_resource_schema_from_crd};
 
-use crate::provider::ServiceProvider;
 use crate::rbac;
+use crate::reconcile::ServiceProvider;
 
 /// One object of a provider's manifests.
 #[derive(Clone, Debug, PartialEq)]

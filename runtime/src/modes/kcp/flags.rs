@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::kcp::settings::{KcpSettings, Sharding, WorkspaceCredentials};
-use crate::provider::ProviderInfo;
+use crate::modes::kcp::settings::{KcpSettings, Sharding, WorkspaceCredentials};
+use crate::reconcile::ProviderInfo;
 
 /// kcp mode's flags of `run`.
 #[derive(Clone, Debug, Default, Args)]

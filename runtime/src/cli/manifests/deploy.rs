@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use super::Manifest;
 use crate::openmcp::constants::CLUSTER_LABEL;
 use crate::openmcp::{DeploymentSpec, MetricsConfig, ServiceProvider as ServiceProviderObject};
-use crate::provider::ServiceProvider;
 use crate::rbac::Place;
+use crate::reconcile::ServiceProvider;
 
 /// The port `run` serves `/metrics` on by default (`--metrics-bind-address :8080`), which is also
 /// openmcp-operator's default metrics port.

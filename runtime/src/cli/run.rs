@@ -15,18 +15,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::clients::ClientFactory;
 use crate::access::onboarding::{OnboardingError, onboarding_access};
-use crate::context::Mode;
 use crate::controller::{Controller, Options, Source};
-use crate::kcp::provider_workspace::ConnectionError;
-use crate::kcp::provision::{ProvisionError, provision};
-use crate::kcp::{KcpSettings, KcpSource, ProviderWorkspace};
+use crate::modes::kcp::provider_workspace::ConnectionError;
+use crate::modes::kcp::provision::{ProvisionError, provision};
+use crate::modes::kcp::{KcpSettings, KcpSource, ProviderWorkspace};
+use crate::modes::standard::Standard;
 use crate::openmcp::constants::ONBOARDING_RUN_LOCAL_NAME;
 use crate::ops::leader::{LeaderElection, LeaderOptions, lease_name};
 use crate::ops::{Metrics, MetricsCert, Readiness, serve_health, serve_metrics};
 use crate::platform::Platform;
-use crate::provider::Reconcile;
 use crate::rbac;
-use crate::standard::Standard;
+use crate::reconcile::Reconcile;
+use crate::tenant::Mode;
 
 /// How a provider process runs.
 #[derive(Clone, Debug)]

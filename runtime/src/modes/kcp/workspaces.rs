@@ -9,7 +9,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::context::Identity;
+use crate::tenant::Identity;
 
 /// One workspace's engagement: the Ready bindings and the endpoint they were seen on.
 #[derive(Clone, Debug)]

@@ -6,7 +6,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use kube::CustomResourceExt;
 
 use crate::openmcp::constants::{PURPOSE_ONBOARDING, PURPOSE_PLATFORM};
-use crate::provider::ServiceProvider;
+use crate::reconcile::ServiceProvider;
 
 /// The label by which `init` routes each CRD to its cluster.
 pub use crate::openmcp::constants::CLUSTER_LABEL;

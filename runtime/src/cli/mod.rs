@@ -16,7 +16,7 @@
 //! ```
 //!
 //! Every command takes `--log-format json|text` (json by default, text for `dev`; see
-//! [`crate::logging`]).
+//! [`crate::ops::logging`]).
 //!
 //! `init` and `run` take every flag a Go provider built from the service-provider-template takes,
 //! with the same defaults and meaning (`--metrics-bind-address` `0`, `--metrics-secure` `true`,
@@ -33,6 +33,12 @@
 //! namespace. Every mistake — a bad flag, an unreadable kubeconfig, a missing `POD_NAMESPACE` —
 //! ends with one line on stderr that says what to fix, and a non-zero exit code.
 
+#[cfg(feature = "dev")]
+pub mod dev;
+pub mod init;
+pub mod manifests;
+pub mod run;
+
 use std::ffi::OsString;
 use std::future::Future;
 use std::io::Write;
@@ -46,15 +52,14 @@ use std::time::Duration;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::access::clients::ClientFactory;
+use crate::cli::init::{InitContext, InitHook, InitOptions};
+use crate::cli::run::{RunOptions, Runtime};
 use crate::error::Error;
-use crate::init::{InitContext, InitHook, InitOptions};
-use crate::logging::LogFormat;
-use crate::logging::Verbosity;
-use crate::manifests;
 use crate::openmcp::constants::{ENV_POD_NAME, ENV_POD_NAMESPACE};
+use crate::ops::logging::LogFormat;
+use crate::ops::logging::Verbosity;
 use crate::ops::shutdown_signal;
-use crate::provider::Reconcile;
-use crate::runner::{RunOptions, Runtime};
+use crate::reconcile::Reconcile;
 
 /// Exit code of a usage error (as clap uses).
 const USAGE: u8 = 2;
@@ -267,7 +272,7 @@ struct RunArgs {
     reconcile_timeout: Option<crate::duration::Duration>,
     /// kcp mode.
     #[command(flatten)]
-    kcp: crate::kcp::flags::KcpArgs,
+    kcp: crate::modes::kcp::flags::KcpArgs,
 }
 
 impl Default for RunArgs {
@@ -486,7 +491,11 @@ impl<P: Reconcile> App<P> {
         } else {
             LogFormat::Json
         });
-        crate::logging::init(common.verbosity, format, crate::logging::crate_of::<P>());
+        crate::ops::logging::init(
+            common.verbosity,
+            format,
+            crate::ops::logging::crate_of::<P>(),
+        );
         let runtime = match tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -528,7 +537,7 @@ impl<P: Reconcile> App<P> {
             crd_timeout: Duration::from_secs(60),
             onboarding_controller: self.names.onboarding_controller.clone(),
         };
-        crate::init::init::<P>(platform, &options, self.init_hook.clone())
+        crate::cli::init::init::<P>(platform, &options, self.init_hook.clone())
             .await
             .map_err(|e| e.to_string())
     }
@@ -538,12 +547,12 @@ impl<P: Reconcile> App<P> {
         let metrics_addr = parse_bind_address("metrics-bind-address", &args.metrics_bind_address)?;
         let health_addr =
             parse_bind_address("health-probe-bind-address", &args.health_probe_bind_address)?;
-        crate::dev_mode::run::<P>(crate::dev_mode::DevOptions {
+        crate::cli::dev::run::<P>(crate::cli::dev::DevOptions {
             provider_name: provider_name::<P>(common),
             kubeconfig_dir: common.kubeconfig_dir.clone(),
             metrics_addr,
             health_addr,
-            samples: crate::dev_mode::DevSamples {
+            samples: crate::cli::dev::DevSamples {
                 provider_config: self.dev_samples.0.clone(),
                 object: self.dev_samples.1.clone(),
             },
@@ -785,8 +794,8 @@ async fn run_command<P: Reconcile>(
 async fn serve<P: Reconcile>(
     platform: kube::Client,
     options: RunOptions,
-    kcp: Option<crate::kcp::KcpSettings>,
-    kcp_args: &crate::kcp::flags::KcpArgs,
+    kcp: Option<crate::modes::kcp::KcpSettings>,
+    kcp_args: &crate::modes::kcp::flags::KcpArgs,
 ) -> Result<(), String> {
     let mut runtime = Runtime::<P>::start(platform, options)
         .await
