@@ -2,12 +2,12 @@
 //! facade, plus the table of its JSON field names that `#[service_provider]` checks against.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{ToTokens, quote};
+use quote::quote;
 use syn::{Data, DeriveInput, Fields};
 
-use crate::options::did_you_mean;
-use crate::provider::derives;
-use crate::serde_attrs::{self, RenameRule};
+use crate::expand::derives;
+use crate::model::options::did_you_mean;
+use crate::model::serde_attrs::{self, RenameRule};
 
 fn error(span: Span, message: impl std::fmt::Display) -> darling::Error {
     darling::Error::custom(message).with_span(&span)
@@ -76,11 +76,9 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             return out;
         }
     };
-    if let Err(err) = errors.finish() {
-        let mut out = crate::provider::without_helper_attributes(item).into_token_stream();
-        out.extend(err.write_errors());
-        return out;
-    }
+    // A mistake in the arguments still derives everything, through the default crate path, so
+    // the types that use this one see no "trait not implemented" cascade.
+    let errors = errors.finish().err();
 
     let p = quote!(#krate::__private);
     let serde_crate = quote!(#p::serde).to_string().replace(' ', "");
@@ -128,6 +126,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         }
     });
 
+    let errors = errors.map(darling::Error::write_errors);
     quote! {
         #derive
         #serde_crate_attr
@@ -135,5 +134,6 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         #camel
         #item
         #fields_impl
+        #errors
     }
 }

@@ -6,10 +6,8 @@
 //! schemas, RBAC, manifests) is computed by the runtime from the `ServiceProvider` impl.
 
 mod api_type;
-mod names;
-mod options;
-mod provider;
-mod serde_attrs;
+mod expand;
+mod model;
 
 use proc_macro::TokenStream;
 
@@ -288,7 +286,7 @@ use proc_macro::TokenStream;
 ///   threads.
 #[proc_macro_attribute]
 pub fn service_provider(args: TokenStream, input: TokenStream) -> TokenStream {
-    provider::expand(args.into(), input.into()).into()
+    expand::service_provider(args.into(), input.into()).into()
 }
 
 /// Derives what a type used in a Service API spec, a `config` or a `status` needs (serde,
@@ -352,7 +350,7 @@ mod tests {
 
     fn expand(which: &str, args: TokenStream, input: TokenStream) -> TokenStream {
         match which {
-            "service_provider" => crate::provider::expand(args, input),
+            "service_provider" => crate::expand::service_provider(args, input),
             _ => crate::api_type::expand(args, input),
         }
     }

@@ -172,7 +172,8 @@ fn type_path(meta: &NestedMeta, name: &str, errors: &mut Accumulator) -> Option<
                         s.value()
                     ),
                 ));
-                None
+                // Still the type the author means, for the expansion that goes with the error.
+                s.parse::<TypePath>().ok()
             }
             other => {
                 errors.push(error(other.span(), how));
