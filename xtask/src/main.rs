@@ -1,12 +1,14 @@
 //! Repository tasks: `cargo xtask crds` (generate and check the examples' manifests),
 //! `cargo xtask builtins` (the embedded API server's built-in types, from k8s-openapi),
-//! `cargo xtask macro-cost` (what `#[service_provider]` costs at compile time) and `cargo xtask
-//! protobuf` (the embedded API server's protobuf descriptors).
+//! `cargo xtask macro-cost` (what `#[service_provider]` costs at compile time), `cargo xtask
+//! protobuf` (the embedded API server's protobuf descriptors) and `cargo xtask realstack` (the
+//! real kube-apiserver and etcd, built from Go modules for tests).
 
 mod builtins;
 mod crds;
 mod macro_cost;
 mod protobuf;
+mod realstack;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -51,6 +53,10 @@ enum Command {
         #[arg(long)]
         protos: PathBuf,
     },
+    /// Build the real kube-apiserver and etcd from the Go modules pinned in realstack/ into a
+    /// cache directory keyed by their versions (reused when present), and print it as the last
+    /// line, `KUBEBUILDER_ASSETS=<dir>`. A KUBEBUILDER_ASSETS that already holds both is used as is.
+    Realstack,
 }
 
 fn main() -> ExitCode {
@@ -60,6 +66,7 @@ fn main() -> ExitCode {
         Command::Builtins { check } => builtins::run(&root, check),
         Command::MacroCost { runs, expansions } => macro_cost::run(&root, runs, expansions),
         Command::Protobuf { protos } => protobuf::run(&root, &protos),
+        Command::Realstack => realstack::run(&root),
     };
     match result {
         Ok(code) => code,
