@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value};
 
-use crate::apply::{ManagedResource, ResourcePhase};
+use crate::resources::apply::{ManagedResource, ResourcePhase};
 use crate::status::{ExtraStatus, Phase, ServiceStatus};
 
 /// Type of the condition that summarises an object.
