@@ -390,6 +390,24 @@ replace (
     }
 
     #[test]
+    fn the_launcher_looks_for_the_versions_built_here() -> anyhow::Result<()> {
+        // runtime/src/dev/realstack.rs finds the cache directory by these versions.
+        let root = crate::workspace_root();
+        let v = versions(&root)?;
+        let launcher = std::fs::read_to_string(root.join("runtime/src/dev/realstack.rs"))?;
+        for line in [
+            format!("pub const KUBERNETES_VERSION: &str = \"{}\";", v.kubernetes),
+            format!("pub const ETCD_VERSION: &str = \"{}\";", v.etcd),
+        ] {
+            assert!(
+                launcher.contains(&line),
+                "runtime/src/dev/realstack.rs lacks {line}"
+            );
+        }
+        Ok(())
+    }
+
+    #[test]
     fn cache_directory_is_keyed_by_both_versions() {
         let v = Versions {
             kubernetes: "v1.37.2".into(),

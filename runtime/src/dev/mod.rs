@@ -1,6 +1,7 @@
 //! A simulated openMCP platform on the embedded control plane, for tests, benchmarks and the `dev`
 //! subcommand: [`TestEnv`] starts it, [`Operator`] is the in-process stand-in for
-//! openmcp-operator and its cluster provider.
+//! openmcp-operator and its cluster provider. `realstack` starts real kube-apiservers on one etcd
+//! instead, for tests that compare against the real control plane.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), service_provider_runtime::dev::DevError> {
@@ -96,6 +97,8 @@ pub mod hosting;
 pub mod kcp;
 pub mod operator;
 mod queue;
+#[cfg(unix)]
+pub mod realstack;
 
 pub use env::{ControlPlaneRef, ProviderEnv, TestEnv, TestEnvBuilder};
 pub use hosting::{ClusterHandle, Hosting};

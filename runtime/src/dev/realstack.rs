@@ -1,0 +1,919 @@
+//! Real kube-apiservers for tests: one etcd per [`RealStack`] and one kube-apiserver per
+//! simulated cluster, sharing that etcd under a distinct `--etcd-prefix`, on loopback.
+//!
+//! The binaries are found as controller-runtime's envtest finds them (`TEST_ASSET_KUBE_APISERVER`
+//! and `TEST_ASSET_ETCD`, then `KUBEBUILDER_ASSETS`), else in the cache `cargo xtask realstack`
+//! builds them into (`$XDG_CACHE_HOME/service-provider/realstack/<kubernetes>-etcd<etcd>/`).
+//! kube-apiserver runs with envtest's arguments: secure serving only, with a serving certificate
+//! and client CA from a CA generated per [`RealStack`], a ServiceAccount signing key of its own,
+//! `--authorization-mode=RBAC`, and the ServiceAccount admission plugin off (no controller
+//! manager creates default ServiceAccounts). The admin authenticates with a client certificate
+//! in `system:masters`.
+//!
+//! Every process runs in a process group of its own and is killed with it when its handle is
+//! dropped; its directory (data, certificates, log) is removed. On Linux a process is also
+//! killed when the test process dies without dropping it (`PR_SET_PDEATHSIG`), and directories
+//! left by a dead test process are removed by the next [`RealStack::start`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), service_provider_runtime::dev::realstack::RealStackError> {
+//! use service_provider_runtime::dev::realstack::RealStack;
+//!
+//! let stack = RealStack::start().await?;
+//! let cluster = stack.kube_apiserver("mcp-a").await?;
+//! let client = cluster.client().await?;
+//! let version = client.apiserver_version().await.map_err(|e| e.to_string());
+//! # let _ = version; Ok(()) }
+//! ```
+
+use std::io;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+use service_provider_apiserver::tls::ClientCertificate;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The kube-apiserver release `cargo xtask realstack` builds (`realstack/go.mod`).
+pub const KUBERNETES_VERSION: &str = "v1.37.2";
+/// The etcd release `cargo xtask realstack` builds (`realstack/etcd/go.mod`).
+pub const ETCD_VERSION: &str = "v3.7.3";
+/// How long a process may take to become ready unless [`RealStack::with_start_timeout`] says.
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The admin's user name in its client certificate.
+const ADMIN_USER: &str = "realstack-admin";
+/// The admin's group: kube-apiserver's superusers.
+const ADMIN_GROUP: &str = "system:masters";
+/// How often a process that starts is looked at.
+const POLL: Duration = Duration::from_millis(100);
+/// How often a start that failed on a port taken meanwhile is tried again.
+const START_ATTEMPTS: usize = 3;
+
+/// Errors finding, starting or talking to the real control plane.
+#[derive(Debug, thiserror::Error)]
+pub enum RealStackError {
+    /// The binaries are not where they are looked for.
+    #[error("{0}")]
+    NoBinaries(String),
+    /// A file or process operation failed.
+    #[error("could not {what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        source: io::Error,
+    },
+    /// Certificate or key generation failed.
+    #[error("could not generate a certificate: {0}")]
+    Certificate(#[from] rcgen::Error),
+    /// A process exited before it was ready.
+    #[error("{what} exited before it was ready ({status}); the end of its log:\n{log}")]
+    Exited {
+        /// Which process.
+        what: String,
+        /// How it exited.
+        status: String,
+        /// The last lines it wrote.
+        log: String,
+    },
+    /// A process was not ready in time.
+    #[error("{what} was not ready after {timeout:?} ({last}); the end of its log:\n{log}")]
+    NotReady {
+        /// Which process.
+        what: String,
+        /// How long it was waited for.
+        timeout: Duration,
+        /// The last answer to the readiness check.
+        last: String,
+        /// The last lines it wrote.
+        log: String,
+    },
+    /// A kubeconfig or client could not be built.
+    #[error("could not build a client for {what}: {detail}")]
+    Client {
+        /// Which cluster.
+        what: String,
+        /// Why.
+        detail: String,
+    },
+}
+
+fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> RealStackError {
+    let what = what.into();
+    move |source| RealStackError::Io { what, source }
+}
+
+/// Where `kube-apiserver` and `etcd` are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binaries {
+    /// The kube-apiserver binary.
+    pub kube_apiserver: PathBuf,
+    /// The etcd binary.
+    pub etcd: PathBuf,
+}
+
+impl Binaries {
+    /// Finds the binaries in this process's environment; see [`Binaries::find_in`].
+    pub fn find() -> Result<Self, RealStackError> {
+        Self::find_in(|name| std::env::var_os(name).filter(|v| !v.is_empty()))
+    }
+
+    /// Finds the binaries with `env` as the environment, in envtest's order: the per-binary
+    /// `TEST_ASSET_KUBE_APISERVER` and `TEST_ASSET_ETCD`, then the directory
+    /// `KUBEBUILDER_ASSETS`, then the cache of `cargo xtask realstack` (under `XDG_CACHE_HOME`,
+    /// else `HOME/.cache`). A location that is named but lacks the binary is an error, not
+    /// skipped.
+    pub fn find_in(
+        env: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<Self, RealStackError> {
+        let assets = env("KUBEBUILDER_ASSETS").map(PathBuf::from);
+        let cache = cache_dir(
+            env("XDG_CACHE_HOME").map(PathBuf::from),
+            env("HOME").map(PathBuf::from),
+        );
+        let find = |name: &str, override_var: &str| -> Result<PathBuf, RealStackError> {
+            let (path, source) = if let Some(path) = env(override_var) {
+                (PathBuf::from(path), override_var.to_string())
+            } else if let Some(dir) = &assets {
+                (dir.join(name), "KUBEBUILDER_ASSETS".to_string())
+            } else if let Some(dir) = &cache {
+                (dir.join(name), "the realstack cache".to_string())
+            } else {
+                return Err(RealStackError::NoBinaries(format!(
+                    "no {name}: set KUBEBUILDER_ASSETS, or HOME for the realstack cache"
+                )));
+            };
+            if path.is_file() {
+                Ok(path)
+            } else {
+                Err(RealStackError::NoBinaries(format!(
+                    "no {name} at {} (from {source}): run `cargo xtask realstack` to build \
+                     kube-apiserver {KUBERNETES_VERSION} and etcd {ETCD_VERSION}, or set \
+                     KUBEBUILDER_ASSETS to a directory holding envtest's binaries",
+                    path.display()
+                )))
+            }
+        };
+        Ok(Binaries {
+            kube_apiserver: find("kube-apiserver", "TEST_ASSET_KUBE_APISERVER")?,
+            etcd: find("etcd", "TEST_ASSET_ETCD")?,
+        })
+    }
+}
+
+/// The directory `cargo xtask realstack` builds the pinned versions into.
+fn cache_dir(xdg_cache_home: Option<PathBuf>, home: Option<PathBuf>) -> Option<PathBuf> {
+    let base = xdg_cache_home
+        .filter(|p| p.is_absolute())
+        .or_else(|| home.filter(|p| p.is_absolute()).map(|h| h.join(".cache")))?;
+    Some(
+        base.join("service-provider")
+            .join("realstack")
+            .join(format!(
+                "{}-etcd{}",
+                KUBERNETES_VERSION.trim_start_matches('v'),
+                ETCD_VERSION.trim_start_matches('v')
+            )),
+    )
+}
+
+/// One etcd and the CA of every kube-apiserver started from it; see the module's doc.
+pub struct RealStack {
+    binaries: Binaries,
+    etcd: Arc<Etcd>,
+    ca: Arc<Ca>,
+    start_timeout: Duration,
+}
+
+impl std::fmt::Debug for RealStack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RealStack")
+            .field("binaries", &self.binaries)
+            .field("etcd", &self.etcd.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RealStack {
+    /// Finds the binaries ([`Binaries::find`]) and starts etcd.
+    pub async fn start() -> Result<Self, RealStackError> {
+        Self::start_with(Binaries::find()?, DEFAULT_START_TIMEOUT).await
+    }
+
+    /// Starts etcd from `binaries`, waiting at most `start_timeout` for it and, later, for each
+    /// kube-apiserver.
+    pub async fn start_with(
+        binaries: Binaries,
+        start_timeout: Duration,
+    ) -> Result<Self, RealStackError> {
+        remove_stale_directories();
+        let ca = Arc::new(Ca::generate()?);
+        let etcd = Arc::new(Etcd::start(&binaries.etcd, start_timeout).await?);
+        Ok(RealStack {
+            binaries,
+            etcd,
+            ca,
+            start_timeout,
+        })
+    }
+
+    /// The same stack, waiting at most `timeout` for each kube-apiserver it starts.
+    pub fn with_start_timeout(mut self, timeout: Duration) -> Self {
+        self.start_timeout = timeout;
+        self
+    }
+
+    /// The shared etcd's client URL.
+    pub fn etcd_url(&self) -> &str {
+        &self.etcd.url
+    }
+
+    /// Starts a kube-apiserver for the cluster `name` on the shared etcd, under a prefix no other
+    /// kube-apiserver of this process uses, and waits until its `/readyz` answers 200.
+    pub async fn kube_apiserver(&self, name: &str) -> Result<KubeApiserver, RealStackError> {
+        let mut last = None;
+        for _ in 0..START_ATTEMPTS {
+            match KubeApiserver::start(self, name).await {
+                // A port found free was taken before kube-apiserver bound it: another port.
+                Err(RealStackError::Exited { log, .. })
+                    if log.contains("address already in use") =>
+                {
+                    last = Some(log);
+                }
+                other => return other,
+            }
+        }
+        Err(RealStackError::Exited {
+            what: format!("kube-apiserver {name}"),
+            status: format!("{START_ATTEMPTS} attempts found no free port"),
+            log: last.unwrap_or_default(),
+        })
+    }
+}
+
+/// A kube-apiserver; killed, and its directory removed, when dropped.
+pub struct KubeApiserver {
+    name: String,
+    url: String,
+    etcd_prefix: String,
+    ca_pem: String,
+    admin: ClientCertificate,
+    // Dropped first: the process goes before its directory and before the etcd it uses.
+    process: Process,
+    _etcd: Arc<Etcd>,
+}
+
+impl std::fmt::Debug for KubeApiserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeApiserver")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field("etcd_prefix", &self.etcd_prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KubeApiserver {
+    async fn start(stack: &RealStack, name: &str) -> Result<Self, RealStackError> {
+        let dir = TempDir::new(&format!("kube-apiserver-{name}"))?;
+        let port = free_port()?;
+        let url = format!("https://127.0.0.1:{port}");
+        let etcd_prefix = format!("/service-provider/{}-{name}", dir.seq);
+        let sa = KeyPair::generate()?;
+        let (sa_key, sa_pub) = (sa.serialize_pem(), sa.public_key_pem());
+        let files = [
+            ("ca.crt", stack.ca.ca_pem.as_str()),
+            ("apiserver.crt", stack.ca.serving.cert_pem.as_str()),
+            ("apiserver.key", stack.ca.serving.key_pem.as_str()),
+            ("sa.key", sa_key.as_str()),
+            ("sa.pub", sa_pub.as_str()),
+        ];
+        for (file, content) in files {
+            let path = dir.path.join(file);
+            std::fs::write(&path, content)
+                .map_err(io_error(format!("write {}", path.display())))?;
+        }
+        let d = |file: &str| dir.path.join(file).display().to_string();
+        // envtest's arguments (controller-runtime pkg/internal/testing/controlplane/apiserver.go,
+        // defaultArgs, and auth.go's --client-ca-file), with the serving certificate given
+        // rather than written into --cert-dir under envtest's file names.
+        let args = [
+            format!("--etcd-servers={}", stack.etcd.url),
+            format!("--etcd-prefix={etcd_prefix}"),
+            format!("--cert-dir={}", dir.path.display()),
+            format!("--tls-cert-file={}", d("apiserver.crt")),
+            format!("--tls-private-key-file={}", d("apiserver.key")),
+            format!("--client-ca-file={}", d("ca.crt")),
+            "--bind-address=127.0.0.1".to_string(),
+            "--advertise-address=127.0.0.1".to_string(),
+            // Since 1.37 the endpoint reconciler refuses a loopback address for the `kubernetes`
+            // Service's endpoints; nothing here routes to them.
+            "--endpoint-reconciler-type=none".to_string(),
+            format!("--secure-port={port}"),
+            "--service-cluster-ip-range=10.0.0.0/24".to_string(),
+            "--allow-privileged=true".to_string(),
+            "--disable-admission-plugins=ServiceAccount".to_string(),
+            "--authorization-mode=RBAC".to_string(),
+            format!("--service-account-issuer={url}/"),
+            format!("--service-account-key-file={}", d("sa.pub")),
+            format!("--service-account-signing-key-file={}", d("sa.key")),
+        ];
+        let what = format!("kube-apiserver {name}");
+        let mut process = Process::spawn(&what, &stack.binaries.kube_apiserver, &args, dir)?;
+        let kubeconfig = admin_kubeconfig(name, &url, &stack.ca.ca_pem, &stack.ca.admin);
+        let client = client_from_kubeconfig(name, &kubeconfig).await?;
+        wait_ready(&mut process, stack.start_timeout, || {
+            let client = client.clone();
+            async move {
+                let request = http::Request::get("/readyz")
+                    .body(Vec::new())
+                    .map_err(|e| e.to_string())?;
+                match tokio::time::timeout(Duration::from_secs(5), client.request_text(request))
+                    .await
+                {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err("no answer in 5s".to_string()),
+                }
+            }
+        })
+        .await?;
+        Ok(KubeApiserver {
+            name: name.to_string(),
+            url,
+            etcd_prefix,
+            ca_pem: stack.ca.ca_pem.clone(),
+            admin: stack.ca.admin.clone(),
+            process,
+            _etcd: stack.etcd.clone(),
+        })
+    }
+
+    /// The cluster's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `https://127.0.0.1:<port>`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The etcd prefix this kube-apiserver keeps its objects under.
+    pub fn etcd_prefix(&self) -> &str {
+        &self.etcd_prefix
+    }
+
+    /// The CA certificate (PEM) that signed the serving certificate and the client certificates.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// The process id of kube-apiserver.
+    pub fn pid(&self) -> u32 {
+        self.process.child.id()
+    }
+
+    /// A kubeconfig (YAML) for the admin (a client certificate in `system:masters`).
+    pub fn kubeconfig(&self) -> String {
+        admin_kubeconfig(&self.name, &self.url, &self.ca_pem, &self.admin)
+    }
+
+    /// A kubeconfig (YAML) that authenticates with `token` as `user` (e.g. a ServiceAccount's
+    /// token from TokenRequest).
+    pub fn kubeconfig_for(&self, user: &str, token: &str) -> String {
+        service_provider_apiserver::kubeconfig::kubeconfig(
+            &self.name,
+            &self.url,
+            Some(&self.ca_pem),
+            user,
+            token,
+            "default",
+        )
+    }
+
+    /// A client for the admin.
+    pub async fn client(&self) -> Result<kube::Client, RealStackError> {
+        client_from_kubeconfig(&self.name, &self.kubeconfig()).await
+    }
+
+    /// A client that authenticates with `token`.
+    pub async fn client_for_token(&self, token: &str) -> Result<kube::Client, RealStackError> {
+        client_from_kubeconfig(&self.name, &self.kubeconfig_for("token-user", token)).await
+    }
+}
+
+fn admin_kubeconfig(name: &str, url: &str, ca_pem: &str, admin: &ClientCertificate) -> String {
+    service_provider_apiserver::kubeconfig::kubeconfig_with_certificate(
+        name,
+        url,
+        Some(ca_pem),
+        ADMIN_USER,
+        admin,
+        "default",
+    )
+}
+
+/// A client from a kubeconfig (YAML).
+pub async fn client_from_kubeconfig(
+    name: &str,
+    kubeconfig: &str,
+) -> Result<kube::Client, RealStackError> {
+    let error = |detail: String| RealStackError::Client {
+        what: name.to_string(),
+        detail,
+    };
+    let parsed = Kubeconfig::from_yaml(kubeconfig).map_err(|e| error(e.to_string()))?;
+    let config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| error(e.to_string()))?;
+    kube::Client::try_from(config).map_err(|e| error(e.to_string()))
+}
+
+/// etcd; killed, and its data removed, when the last [`RealStack`] or [`KubeApiserver`] using
+/// it is dropped.
+struct Etcd {
+    url: String,
+    _process: Process,
+}
+
+impl Etcd {
+    async fn start(binary: &Path, timeout: Duration) -> Result<Self, RealStackError> {
+        let mut last = None;
+        for _ in 0..START_ATTEMPTS {
+            match Self::start_once(binary, timeout).await {
+                Err(RealStackError::Exited { log, .. })
+                    if log.contains("address already in use") =>
+                {
+                    last = Some(log);
+                }
+                other => return other,
+            }
+        }
+        Err(RealStackError::Exited {
+            what: "etcd".to_string(),
+            status: format!("{START_ATTEMPTS} attempts found no free port"),
+            log: last.unwrap_or_default(),
+        })
+    }
+
+    async fn start_once(binary: &Path, timeout: Duration) -> Result<Self, RealStackError> {
+        let dir = TempDir::new("etcd")?;
+        let client = format!("http://127.0.0.1:{}", free_port()?);
+        let peer = format!("http://127.0.0.1:{}", free_port()?);
+        // envtest's arguments (controller-runtime pkg/internal/testing/controlplane/etcd.go,
+        // defaultArgs), the peer URL also advertised so that the one-member cluster names it.
+        let args = [
+            "--name=default".to_string(),
+            format!("--data-dir={}", dir.path.join("data").display()),
+            format!("--listen-client-urls={client}"),
+            format!("--advertise-client-urls={client}"),
+            format!("--listen-peer-urls={peer}"),
+            format!("--initial-advertise-peer-urls={peer}"),
+            format!("--initial-cluster=default={peer}"),
+            "--unsafe-no-fsync=true".to_string(),
+        ];
+        let mut process = Process::spawn("etcd", binary, &args, dir)?;
+        let address = client.trim_start_matches("http://").to_string();
+        wait_ready(&mut process, timeout, || {
+            let address = address.clone();
+            async move { etcd_health(&address).await }
+        })
+        .await?;
+        Ok(Etcd {
+            url: client,
+            _process: process,
+        })
+    }
+}
+
+/// etcd's `/health` answers `{"health":"true",…}` (a plain HTTP/1.1 request: etcd serves no TLS
+/// here, and this needs no HTTP client).
+async fn etcd_health(address: &str) -> Result<(), String> {
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(address)
+            .await
+            .map_err(|e| e.to_string())?;
+        let request =
+            format!("GET /health HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+        stream
+            .write_all(request.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut response = Vec::new();
+        stream
+            .read_to_end(&mut response)
+            .await
+            .map_err(|e| e.to_string())?;
+        let response = String::from_utf8_lossy(&response).into_owned();
+        if response.starts_with("HTTP/1.1 200") && response.contains(r#""health":"true""#) {
+            Ok(())
+        } else {
+            Err(response.lines().next().unwrap_or("no answer").to_string())
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), exchange)
+        .await
+        .unwrap_or_else(|_| Err("no answer in 5s".to_string()))
+}
+
+/// Calls `check` until it succeeds, the process exits, or `timeout` passes.
+async fn wait_ready<F, Fut>(
+    process: &mut Process,
+    timeout: Duration,
+    check: F,
+) -> Result<(), RealStackError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = process
+            .child
+            .try_wait()
+            .map_err(io_error(format!("wait for {}", process.what)))?
+        {
+            return Err(RealStackError::Exited {
+                what: process.what.clone(),
+                status: status.to_string(),
+                log: process.log_tail(),
+            });
+        }
+        let last = match check().await {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        if Instant::now() >= deadline {
+            return Err(RealStackError::NotReady {
+                what: process.what.clone(),
+                timeout,
+                last,
+                log: process.log_tail(),
+            });
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The CA of a [`RealStack`], the serving certificate it signed for loopback, and the admin's
+/// client certificate.
+struct Ca {
+    ca_pem: String,
+    serving: ClientCertificate,
+    admin: ClientCertificate,
+}
+
+impl Ca {
+    fn generate() -> Result<Self, RealStackError> {
+        let ca_key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "service-provider-realstack-ca");
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca = CertifiedIssuer::self_signed(params, ca_key)?;
+
+        let serving_key = KeyPair::generate()?;
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "kube-apiserver");
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let serving = params.signed_by(&serving_key, &ca)?;
+
+        let admin_key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, ADMIN_USER);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, ADMIN_GROUP);
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let admin = params.signed_by(&admin_key, &ca)?;
+
+        Ok(Ca {
+            ca_pem: ca.pem(),
+            serving: ClientCertificate {
+                cert_pem: serving.pem(),
+                key_pem: serving_key.serialize_pem(),
+            },
+            admin: ClientCertificate {
+                cert_pem: admin.pem(),
+                key_pem: admin_key.serialize_pem(),
+            },
+        })
+    }
+}
+
+/// A port on 127.0.0.1 that was free a moment ago.
+fn free_port() -> Result<u16, RealStackError> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(io_error("find a free port"))?;
+    let port = listener
+        .local_addr()
+        .map_err(io_error("find a free port"))?
+        .port();
+    Ok(port)
+}
+
+/// A child process in a process group of its own, its output in `<dir>/log`; the group is killed
+/// and the directory removed when dropped.
+struct Process {
+    what: String,
+    child: Child,
+    log: PathBuf,
+    // Dropped after the process is killed (fields drop in order, after `Drop::drop`).
+    _dir: TempDir,
+}
+
+impl Process {
+    fn spawn(
+        what: &str,
+        binary: &Path,
+        args: &[String],
+        dir: TempDir,
+    ) -> Result<Self, RealStackError> {
+        let log = dir.path.join("log");
+        let out =
+            std::fs::File::create(&log).map_err(io_error(format!("create {}", log.display())))?;
+        let err = out
+            .try_clone()
+            .map_err(io_error(format!("open {}", log.display())))?;
+        let mut command = Command::new(binary);
+        command
+            .args(args)
+            .current_dir(&dir.path)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        let child = spawn::spawn(command)
+            .map_err(io_error(format!("start {what} ({})", binary.display())))?;
+        Ok(Process {
+            what: what.to_string(),
+            child,
+            log,
+            _dir: dir,
+        })
+    }
+
+    /// The last lines of the process's log.
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        spawn::kill_group(&mut self.child);
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(unix)]
+mod spawn {
+    //! Spawning in a process group of its own, and killing the group.
+
+    use std::io;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Child, Command};
+
+    /// Starts `command` as the leader of a new process group (so a terminal's Ctrl-C reaches the
+    /// test, whose drop stops it, not the process in the middle of a test; envtest does the
+    /// same), killed when this process dies (Linux).
+    pub(super) fn spawn(mut command: Command) -> io::Result<Child> {
+        command.process_group(0);
+        #[cfg(target_os = "linux")]
+        {
+            linux::spawn(command)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            command.spawn()
+        }
+    }
+
+    /// Kills the child's process group, and the child itself should it have left the group.
+    pub(super) fn kill_group(child: &mut Child) {
+        if let Ok(pid) = i32::try_from(child.id()) {
+            // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+        let _ = child.kill();
+    }
+
+    #[cfg(target_os = "linux")]
+    mod linux {
+        //! `PR_SET_PDEATHSIG` fires when the *thread* that forked the child ends, not the process:
+        //! children are forked by one thread that lives as long as the process, so a shared etcd
+        //! started by one test's runtime outlives that runtime, and dies with the test process.
+
+        use std::io;
+        use std::os::unix::process::CommandExt;
+        use std::process::{Child, Command};
+        use std::sync::mpsc;
+        use std::sync::{Mutex, OnceLock};
+
+        type Job = (Command, mpsc::Sender<io::Result<Child>>);
+
+        fn spawner() -> io::Result<&'static Mutex<mpsc::Sender<Job>>> {
+            static SPAWNER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
+            if let Some(s) = SPAWNER.get() {
+                return Ok(s);
+            }
+            let (tx, rx) = mpsc::channel::<Job>();
+            let mut spawned = false;
+            let s = SPAWNER.get_or_init(|| {
+                spawned = true;
+                Mutex::new(tx)
+            });
+            if spawned {
+                std::thread::Builder::new()
+                    .name("realstack-spawner".into())
+                    .spawn(move || {
+                        for (mut command, reply) in rx {
+                            let _ = reply.send(command.spawn());
+                        }
+                    })?;
+            }
+            Ok(s)
+        }
+
+        pub(super) fn spawn(mut command: Command) -> io::Result<Child> {
+            // SAFETY: getpid(2) is async-signal-safe and touches no memory of ours.
+            let parent = unsafe { libc::getpid() };
+            // SAFETY: the closure runs in the forked child before exec and calls only prctl(2)
+            // and getppid(2), which are async-signal-safe, and allocates nothing.
+            unsafe {
+                command.pre_exec(move || {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    // The parent died before prctl: nothing would kill us later.
+                    if libc::getppid() != parent {
+                        return Err(io::Error::other("the test process is gone"));
+                    }
+                    Ok(())
+                });
+            }
+            let (reply, answer) = mpsc::channel();
+            spawner()?
+                .lock()
+                .map_err(|_| io::Error::other("the realstack spawner panicked"))?
+                .send((command, reply))
+                .map_err(|_| io::Error::other("the realstack spawner is gone"))?;
+            answer
+                .recv()
+                .map_err(|_| io::Error::other("the realstack spawner is gone"))?
+        }
+    }
+}
+
+/// A directory `<tmp>/service-provider-realstack/<pid>-<seq>-<what>`, removed when dropped.
+struct TempDir {
+    path: PathBuf,
+    seq: u64,
+}
+
+/// The directory every [`TempDir`] is created in.
+fn temp_root() -> PathBuf {
+    std::env::temp_dir().join("service-provider-realstack")
+}
+
+impl TempDir {
+    fn new(what: &str) -> Result<Self, RealStackError> {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let what: String = what
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let path = temp_root().join(format!("{}-{seq}-{what}", std::process::id()));
+        std::fs::create_dir_all(&path).map_err(io_error(format!("create {}", path.display())))?;
+        Ok(TempDir { path, seq })
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Removes the directories of test processes that are gone (killed before they dropped their
+/// processes). Only where `/proc` tells which processes run.
+fn remove_stale_directories() {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(temp_root()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !proc.join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+
+    use super::*;
+
+    fn env(vars: &[(&str, &Path)]) -> impl Fn(&str) -> Option<OsString> {
+        let map: HashMap<String, OsString> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.as_os_str().to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn binaries_are_looked_for_in_envtests_order() -> Result<(), RealStackError> {
+        let assets = TempDir::new("assets")?;
+        let cache = TempDir::new("cache")?;
+        let dir = cache_dir(Some(cache.path.clone()), None)
+            .ok_or_else(|| RealStackError::NoBinaries("no cache directory".into()))?;
+        std::fs::create_dir_all(&dir).map_err(io_error("create the cache"))?;
+        for d in [&assets.path, &dir] {
+            for b in ["kube-apiserver", "etcd"] {
+                std::fs::write(d.join(b), b"").map_err(io_error("write a binary"))?;
+            }
+        }
+
+        // KUBEBUILDER_ASSETS before the cache.
+        let found = Binaries::find_in(env(&[
+            ("KUBEBUILDER_ASSETS", &assets.path),
+            ("XDG_CACHE_HOME", &cache.path),
+        ]))?;
+        assert_eq!(found.etcd, assets.path.join("etcd"));
+        // The cache when nothing else is named.
+        let found = Binaries::find_in(env(&[("XDG_CACHE_HOME", &cache.path)]))?;
+        assert_eq!(found.kube_apiserver, dir.join("kube-apiserver"));
+        // A per-binary override before both.
+        let other = assets.path.join("etcd-other");
+        std::fs::write(&other, b"").map_err(io_error("write a binary"))?;
+        let found = Binaries::find_in(env(&[
+            ("TEST_ASSET_ETCD", &other),
+            ("KUBEBUILDER_ASSETS", &assets.path),
+        ]))?;
+        assert_eq!(found.etcd, other);
+        assert_eq!(found.kube_apiserver, assets.path.join("kube-apiserver"));
+        // A named directory without the binaries is an error that says what to do.
+        let empty = TempDir::new("empty")?;
+        let err = Binaries::find_in(env(&[
+            ("KUBEBUILDER_ASSETS", &empty.path),
+            ("XDG_CACHE_HOME", &cache.path),
+        ]))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(err.contains("cargo xtask realstack"), "{err}");
+        Ok(())
+    }
+}
