@@ -51,7 +51,7 @@ pub use duration::Duration;
 pub use error::Error;
 pub use events::ObjectEvents;
 pub use fields::JsonFields;
-pub use outcome::{Apply, Delete, Deletion, Outcome};
+pub use outcome::{Deletion, Outcome};
 pub use provider_config::{
     NoConfig, ProviderConfigCommon, ProviderConfigFields, ProviderConfigResource,
     ProviderConfigStatus, VersionSpec,

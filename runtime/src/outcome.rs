@@ -1,39 +1,36 @@
 //! What a reconcile achieved, as the author reports it: [`Outcome`] from `create_or_update`,
 //! [`Deletion`] from `delete`.
 
-use std::marker::PhantomData;
 use std::time::Duration;
 
 use crate::status::NoStatus;
 
-/// The result of `create_or_update` (as `Outcome<S>`) or of `delete` (as [`Deletion<S>`]) when
-/// nothing failed.
+/// What `create_or_update` returns when nothing failed: [`Outcome::ready`] or
+/// [`Outcome::progressing`].
 ///
 /// The runtime turns it into the object's `phase`, its `Ready` condition and the next reconcile
-/// time; the author never writes status or finalizers. The second parameter says which function
-/// it belongs to, so `create_or_update` cannot return "done" and `delete` cannot return "ready":
-/// [`ready`](Outcome::ready) and [`progressing`](Outcome::progressing) exist only on
-/// `Outcome<S, Apply>`, [`done`](Outcome::done) and [`blocked`](Outcome::blocked) only on
-/// `Outcome<S, Delete>`.
+/// time; the author never writes status or finalizers. `delete` returns the other type,
+/// [`Deletion`], so `create_or_update` cannot say "done" and `delete` cannot say "ready", and a
+/// mix-up names the type to write.
 #[derive(Clone, Debug, PartialEq)]
-#[must_use = "return the Outcome from create_or_update or delete"]
-pub struct Outcome<S = NoStatus, Op = Apply> {
+#[must_use = "return the Outcome from create_or_update"]
+pub struct Outcome<S = NoStatus> {
     state: State,
     requeue_after: Option<Duration>,
     status: Option<S>,
-    op: PhantomData<fn() -> Op>,
 }
 
-/// What `delete` returns: [`Deletion::done`] or [`Deletion::blocked`].
-pub type Deletion<S = NoStatus> = Outcome<S, Delete>;
-
-/// Marks the [`Outcome`] of `create_or_update`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Apply {}
-
-/// Marks the [`Outcome`] of `delete` (see [`Deletion`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Delete {}
+/// What `delete` returns when nothing failed: [`Deletion::done`] or [`Deletion::blocked`].
+///
+/// Declared `async fn delete(&self, cx: &Context<Self>) -> Result<Deletion<S>, Error>`, where `S`
+/// is the provider's `status` type ([`NoStatus`] when it declares none).
+#[derive(Clone, Debug, PartialEq)]
+#[must_use = "return the Deletion from delete"]
+pub struct Deletion<S = NoStatus> {
+    state: State,
+    requeue_after: Option<Duration>,
+    status: Option<S>,
+}
 
 /// Where the object stands after a reconcile.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,50 +58,57 @@ pub(crate) enum State {
 /// Re-check interval after `progressing` or `blocked` when the author gives none.
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 
-impl<S, Op> Outcome<S, Op> {
-    fn new(state: State) -> Self {
-        Outcome {
-            state,
-            requeue_after: None,
-            status: None,
-            op: PhantomData,
+/// The methods both types have, written once.
+macro_rules! common {
+    ($ty:ident, $finished:literal) => {
+        impl<S> $ty<S> {
+            fn new(state: State) -> Self {
+                $ty {
+                    state,
+                    requeue_after: None,
+                    status: None,
+                }
+            }
+
+            /// Reconcile again after `after`, instead of the default for this result.
+            pub fn requeue_after(mut self, after: Duration) -> Self {
+                self.requeue_after = Some(after);
+                self
+            }
+
+            /// Sets the author's extra status fields.
+            pub fn with_status(mut self, status: S) -> Self {
+                self.status = Some(status);
+                self
+            }
+
+            #[doc = concat!("True for [`", $finished, "`](Self::", $finished, "): nothing left to wait for.")]
+            pub fn is_finished(&self) -> bool {
+                matches!(self.state, State::Ready | State::Done)
+            }
+
+            /// The requested requeue interval, if any.
+            pub fn requeue(&self) -> Option<Duration> {
+                self.requeue_after
+            }
+
+            /// The author's extra status, if set.
+            pub fn status(&self) -> Option<&S> {
+                self.status.as_ref()
+            }
+
+            /// Splits the result into its parts.
+            pub(crate) fn into_parts(self) -> (State, Option<Duration>, Option<S>) {
+                (self.state, self.requeue_after, self.status)
+            }
         }
-    }
-
-    /// Reconcile again after `after`, instead of the default for this outcome.
-    pub fn requeue_after(mut self, after: Duration) -> Self {
-        self.requeue_after = Some(after);
-        self
-    }
-
-    /// Sets the author's extra status fields.
-    pub fn with_status(mut self, status: S) -> Self {
-        self.status = Some(status);
-        self
-    }
-
-    /// True for [`ready`](Outcome::ready) and [`done`](Outcome::done): nothing left to wait for.
-    pub fn is_finished(&self) -> bool {
-        matches!(self.state, State::Ready | State::Done)
-    }
-
-    /// The requested requeue interval, if any.
-    pub fn requeue(&self) -> Option<Duration> {
-        self.requeue_after
-    }
-
-    /// The author's extra status, if set.
-    pub fn status(&self) -> Option<&S> {
-        self.status.as_ref()
-    }
-
-    /// Splits the outcome into its parts.
-    pub(crate) fn into_parts(self) -> (State, Option<Duration>, Option<S>) {
-        (self.state, self.requeue_after, self.status)
-    }
+    };
 }
 
-impl<S> Outcome<S, Apply> {
+common!(Outcome, "ready");
+common!(Deletion, "done");
+
+impl<S> Outcome<S> {
     /// The service is installed and ready. Reconciled again at the ProviderConfig poll interval.
     pub fn ready() -> Self {
         Self::new(State::Ready)
@@ -118,10 +122,31 @@ impl<S> Outcome<S, Apply> {
             message: message.into(),
         })
     }
+
+    // `done` and `blocked` belong to `Deletion`. These exist so that code written against the
+    // earlier API, where `delete` returned an `Outcome`, is told what to write instead of only
+    // that no such function exists: the deprecation note says it, and the `Deletion` they return
+    // makes the type mismatch name `Deletion`.
+
+    #[doc(hidden)]
+    #[deprecated(
+        note = "`done` is a `Deletion`, which `delete` returns: declare `async fn delete(&self, cx: &Context<Self>) -> Result<Deletion<S>, Error>` and return `Ok(Deletion::done())`"
+    )]
+    pub fn done() -> Deletion<S> {
+        Deletion::done()
+    }
+
+    #[doc(hidden)]
+    #[deprecated(
+        note = "`blocked` is a `Deletion`, which `delete` returns: declare `async fn delete(&self, cx: &Context<Self>) -> Result<Deletion<S>, Error>` and return `Ok(Deletion::blocked(reason, message))`"
+    )]
+    pub fn blocked(reason: impl Into<String>, message: impl Into<String>) -> Deletion<S> {
+        Deletion::blocked(reason, message)
+    }
 }
 
-impl<S> Outcome<S, Delete> {
-    /// Deletion finished.
+impl<S> Deletion<S> {
+    /// Deletion finished: the runtime gives the cluster access back and removes the finalizer.
     pub fn done() -> Self {
         Self::new(State::Done)
     }
@@ -133,5 +158,24 @@ impl<S> Outcome<S, Delete> {
             reason: reason.into(),
             message: message.into(),
         })
+    }
+
+    // The mirror image of `Outcome::done`: `create_or_update`'s states, for code that mixed
+    // the two up.
+
+    #[doc(hidden)]
+    #[deprecated(
+        note = "`ready` is an `Outcome`, which `create_or_update` returns; `delete` returns `Ok(Deletion::done())` when everything is removed"
+    )]
+    pub fn ready() -> Outcome<S> {
+        Outcome::ready()
+    }
+
+    #[doc(hidden)]
+    #[deprecated(
+        note = "`progressing` is an `Outcome`, which `create_or_update` returns; `delete` returns `Ok(Deletion::blocked(reason, message))` while removal cannot finish"
+    )]
+    pub fn progressing(reason: impl Into<String>, message: impl Into<String>) -> Outcome<S> {
+        Outcome::progressing(reason, message)
     }
 }
