@@ -7,6 +7,7 @@ use syn::{Data, DeriveInput, Fields};
 
 use crate::expand::derives;
 use crate::model::options::did_you_mean;
+use crate::model::rules;
 use crate::model::serde_attrs::{self, RenameRule};
 
 fn error(span: Span, message: impl std::fmt::Display) -> darling::Error {
@@ -76,9 +77,9 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             return out;
         }
     };
-    // A mistake in the arguments still derives everything, through the default crate path, so
-    // the types that use this one see no "trait not implemented" cascade.
-    let errors = errors.finish().err();
+    // A mistake in the arguments or a rule still derives everything (through the default crate
+    // path), so the types that use this one see no "trait not implemented" cascade.
+    let mut item = item;
 
     let p = quote!(#krate::__private);
     let serde_crate = quote!(#p::serde).to_string().replace(' ', "");
@@ -126,7 +127,32 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         }
     });
 
-    let errors = errors.map(darling::Error::write_errors);
+    // An enum's or a newtype's rules see a value whose fields the macro cannot see: not checked.
+    let json: Option<Vec<serde_attrs::FieldJson>> = named.map(|named| {
+        let rule = container.rename_all.unwrap_or(RenameRule::Camel);
+        named
+            .named
+            .iter()
+            .map(|f| serde_attrs::field(f, rule))
+            .collect()
+    });
+    let json: Option<Vec<&serde_attrs::FieldJson>> = json.as_ref().map(|j| j.iter().collect());
+    let owner = item.ident.to_string();
+    let fields = match &mut item.data {
+        Data::Struct(data) => match &mut data.fields {
+            Fields::Named(named) => Some(named),
+            _ => None,
+        },
+        _ => None,
+    };
+    rules::apply(
+        &mut item.attrs,
+        fields,
+        json.as_deref(),
+        &owner,
+        &mut errors,
+    );
+    let errors = errors.finish().err().map(darling::Error::write_errors);
     quote! {
         #derive
         #serde_crate_attr

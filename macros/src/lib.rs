@@ -273,6 +273,36 @@ use proc_macro::TokenStream;
 /// crate = "::sp"
 /// ```
 ///
+/// # Validation rules
+///
+/// CEL rules in kube-derive's syntax become the CRD's `x-kubernetes-validations`: on a field
+/// (`self` is the field's value) or on the struct (`self` is the spec), here and on any
+/// [`macro@api_type`] (including the `config` type, whose struct-level rules apply to the
+/// ProviderConfig's spec). A rule with `oldSelf` is a transition rule, checked on update:
+///
+/// ```text
+/// #[service_provider(group = "...", version = "v1alpha1", kind = "Velero")]
+/// #[x_kube(validation = Rule::new("self.retention <= self.maxRetention").message("retention exceeds maxRetention"))]
+/// pub struct VeleroSpec {
+///     #[x_kube(validation = Rule::new("self == oldSelf").message("bucket is immutable"))]
+///     pub bucket: String,
+///     pub retention: u32,
+///     pub max_retention: u32,
+/// }
+/// ```
+///
+/// `validation` takes a string, a `("rule", "message")` pair, or `Rule::new("rule")` followed by
+/// any of `.message("...")`, `.message(Message::Expression("<CEL>"))` (`messageExpression`),
+/// `.reason(Reason::FieldValueInvalid | FieldValueForbidden | FieldValueRequired |
+/// FieldValueDuplicate)`, `.field_path(".field")` and `.optional_old_self(true)`; `Rule`,
+/// `Message` and `Reason` need not be in scope. Checked at compile time, on the rule: it parses as
+/// CEL (with the parser of the `cel` crate the embedded API server evaluates rules with), a
+/// message expression too, the message is one line, the reason is one kube-apiserver accepts,
+/// `optional_old_self` goes with a rule that uses `oldSelf`; and a struct-level rule's
+/// `self.<field>` / `oldSelf.<field>` and `field_path` name fields the struct has, by their JSON
+/// names. Field-level rules are parsed but their `self.<field>`s are not checked (the macro sees
+/// only the field's type name); put such a rule on the field's struct.
+///
 /// # Checks on the struct
 ///
 /// Every mistake is a compile error on the offending token with a message that says how to fix

@@ -47,11 +47,11 @@ pub(crate) fn service_provider(args: TokenStream, input: TokenStream) -> TokenSt
 }
 
 /// The struct as written minus the attributes only our derives understand (`serde`, `schemars`,
-/// `kube`): emitted without the derives, they would add "cannot find attribute" errors that hide
+/// `kube`, `x_kube`): emitted without the derives, they would add "cannot find attribute" errors that hide
 /// the real ones.
 pub(crate) fn without_helper_attributes(mut item: DeriveInput) -> DeriveInput {
     let helper = |a: &syn::Attribute| {
-        ["serde", "schemars", "kube"]
+        ["serde", "schemars", "kube", "x_kube"]
             .iter()
             .any(|h| a.path().is_ident(h))
     };
@@ -206,11 +206,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
         .add_camel_case
         .then(|| quote!(#[serde(rename_all = "camelCase")]));
     let attrs = &model.attrs;
-    let data = match &item.data {
-        Data::Struct(data) => &data.fields,
-        // `check_shape` let only structs with named fields through.
-        _ => return item.to_token_stream(),
-    };
+    let data = &model.named;
     let service = quote! {
         #derive
         #[kube(

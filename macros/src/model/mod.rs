@@ -10,6 +10,7 @@
 pub(crate) mod columns;
 pub(crate) mod names;
 pub(crate) mod options;
+pub(crate) mod rules;
 pub(crate) mod serde_attrs;
 
 use darling::error::Accumulator;
@@ -67,8 +68,11 @@ pub(crate) struct Model {
     /// Derives the author already wrote.
     pub derived: Vec<String>,
     /// The struct's attributes as they are emitted: without `#[kube]` and a derived
-    /// `CustomResource`, which the expansion writes itself.
+    /// `CustomResource`, which the expansion writes itself, and with its validation rules as
+    /// schema attributes.
     pub attrs: Vec<Attribute>,
+    /// The struct's fields as they are emitted: validation rules as schema attributes.
+    pub named: FieldsNamed,
     pub fields: Vec<SpecField>,
 }
 
@@ -177,7 +181,16 @@ pub(crate) fn build(
     }
 
     // Only a struct with named fields can become a resource's spec.
-    fields?;
+    let mut named = fields?.clone();
+    let mut attrs = emitted_attrs(&item.attrs);
+    let json: Vec<&serde_attrs::FieldJson> = spec_fields.iter().map(|f| &f.json).collect();
+    rules::apply(
+        &mut attrs,
+        Some(&mut named),
+        Some(&json),
+        &item.ident.to_string(),
+        errors,
+    );
     Some(Model {
         krate: options
             .krate
@@ -205,7 +218,8 @@ pub(crate) fn build(
             .map(|(name, _)| name)
             .filter(|name| name != "CustomResource")
             .collect(),
-        attrs: emitted_attrs(&item.attrs),
+        attrs,
+        named,
         fields: spec_fields,
     })
 }
