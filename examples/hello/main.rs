@@ -18,10 +18,19 @@ use service_provider::prelude::*;
 )]
 pub struct HelloSpec {
     /// Whom to greet.
+    #[x_kube(validation = Rule::new("size(self) > 0").message("say whom to greet: greeting is empty"))]
     pub greeting: String,
+    /// The namespace of the tenant's cluster the greeting goes into. Fixed once the Hello exists:
+    /// moving it would leave the ConfigMap in the old namespace behind.
+    #[serde(default = "default_namespace")]
+    #[x_kube(validation = Rule::new("self == oldSelf").message("targetNamespace is immutable; delete the Hello and create it again to move the greeting"))]
+    pub target_namespace: String,
 }
 
-const NAMESPACE: &str = "default";
+fn default_namespace() -> String {
+    "default".to_owned()
+}
+
 const NAME: &str = "hello";
 
 impl Reconcile for Hello {
@@ -40,7 +49,8 @@ impl Reconcile for Hello {
             ),
             ..Default::default()
         };
-        let api: Api<ConfigMap> = Api::namespaced(cx.mcp().client().clone(), NAMESPACE);
+        let api: Api<ConfigMap> =
+            Api::namespaced(cx.mcp().client().clone(), &self.spec.target_namespace);
         api.patch(
             NAME,
             &PatchParams::apply("hello-provider").force(),
@@ -51,7 +61,8 @@ impl Reconcile for Hello {
     }
 
     async fn delete(&self, cx: &Context<Self>) -> Result<Deletion, Error> {
-        let api: Api<ConfigMap> = Api::namespaced(cx.mcp().client().clone(), NAMESPACE);
+        let api: Api<ConfigMap> =
+            Api::namespaced(cx.mcp().client().clone(), &self.spec.target_namespace);
         match api.delete(NAME, &DeleteParams::default()).await {
             Ok(_) => Ok(Deletion::done()),
             Err(service_provider::kube::Error::Api(status)) if status.code == 404 => {
@@ -76,6 +87,7 @@ mod tests {
         let platform = TestPlatform::<Hello>::start().await?;
         let spec = HelloSpec {
             greeting: "world".into(),
+            target_namespace: "default".into(),
         };
         let tenant = platform.create_tenant("tenant-a", spec).await?;
         tenant.wait_ready().await?;
@@ -86,6 +98,7 @@ mod tests {
         tenant
             .set_spec(HelloSpec {
                 greeting: "again".into(),
+                target_namespace: "default".into(),
             })
             .await?;
         tenant.wait_ready().await?;
@@ -101,6 +114,66 @@ mod tests {
                 .await?
                 .is_none()
         );
+        platform.stop().await;
+        Ok(())
+    }
+}
+
+/// The spec's validation rules, as the end user meets them.
+#[cfg(test)]
+mod validation {
+    use super::*;
+    use service_provider::testing::{TestError, TestPlatform};
+
+    /// The rules on the spec are the API server's to enforce: a Hello without a greeting is
+    /// refused when it is created, and a change of `targetNamespace` when it is applied, each
+    /// with the rule's message, before the provider ever sees the object.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn invalid_hellos_are_refused_with_the_rules_message() -> Result<(), TestError> {
+        let platform = TestPlatform::<Hello>::start().await?;
+        let refused = platform
+            .create_tenant(
+                "tenant-empty",
+                HelloSpec {
+                    greeting: String::new(),
+                    target_namespace: "default".into(),
+                },
+            )
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            refused.contains("say whom to greet: greeting is empty"),
+            "an empty greeting must be refused with the rule's message: {refused:?}"
+        );
+
+        let tenant = platform
+            .create_tenant(
+                "tenant-a",
+                HelloSpec {
+                    greeting: "world".into(),
+                    target_namespace: "default".into(),
+                },
+            )
+            .await?;
+        tenant.wait_ready().await?;
+        let moved = tenant
+            .set_spec(HelloSpec {
+                greeting: "world".into(),
+                target_namespace: "greetings".into(),
+            })
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            moved.contains("targetNamespace is immutable"),
+            "a changed targetNamespace must be refused with the rule's message: {moved:?}"
+        );
+        // The greeting stays where it was.
+        let greeting: ConfigMap = tenant.mcp().get("default/hello").await?;
+        assert_eq!(greeting.data.unwrap()["greeting"], "Hello, world!");
         platform.stop().await;
         Ok(())
     }
