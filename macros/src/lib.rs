@@ -91,7 +91,10 @@ use proc_macro::TokenStream;
 ///
 /// The struct's doc comment becomes the CRD's description. The struct gets serde's and schemars'
 /// derives through the facade (the author depends on `service-provider` only) and, unless it sets
-/// its own `#[serde(rename_all = "...")]`, camelCase JSON field names.
+/// its own `#[serde(rename_all = "...")]`, camelCase JSON field names. A field's
+/// `#[serde(default)]` or `#[serde(default = "path")]` value is its `default` in the CRD, so the
+/// API server fills it in as the provider would read it (not for a field whose
+/// `skip_serializing_if` skips that value).
 ///
 /// # Options
 ///
@@ -110,6 +113,7 @@ use proc_macro::TokenStream;
 /// | `workload_cluster` | `none`, `optional` or `required` | `none` |
 /// | `kcp` | flag | off |
 /// | `crate` | path, as a string or a path | `::service_provider` |
+/// | `selectable` | string or list of strings, repeatable | none |
 ///
 /// Each option may be given once (`printcolumn` as often as there are columns). An unknown
 /// option is an error that suggests the closest known one.
@@ -271,6 +275,17 @@ use proc_macro::TokenStream;
 ///
 /// ```text
 /// crate = "::sp"
+/// ```
+///
+/// ## `selectable = "..."`
+///
+/// A field a field selector may name (`kubectl get velero --field-selector spec.version=1.16.1`),
+/// the CRD's `selectableFields` (kube-derive's `selectable`): a `.spec.<field>` of the struct
+/// (checked at compile time) or a `.status.<field>` path, at most eight. One string, a list, or
+/// the option repeated. `metadata.name` and `metadata.namespace` are always selectable.
+///
+/// ```text
+/// selectable = ".spec.version"
 /// ```
 ///
 /// # Validation rules

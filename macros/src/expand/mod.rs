@@ -198,6 +198,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
         let priority = c.priority.as_ref().map(|pr| quote!(, priority = #pr));
         quote!(printcolumn(name = #name, type_ = #type_, json_path = #json_path #description #format #priority),)
     });
+    let selectable = model.selectable.iter().map(|s| quote!(selectable = #s,));
     let doc = model.doc.as_ref().map(|d| quote!(doc = #d,));
     let serde_crate_attr = (!model.has_serde_crate).then(|| quote!(#[serde(crate = #serde_crate)]));
     let schemars_crate_attr =
@@ -220,6 +221,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
             #(#shortnames)*
             #(#categories)*
             #(#columns)*
+            #(#selectable)*
             #doc
             #crates
         )]

@@ -1,5 +1,5 @@
-//! Printer columns: where each one's JSON path points, and the checks on its name, type, format,
-//! priority and path.
+//! Printer columns and selectable fields: where each one's JSON path points, and the checks on a
+//! column's name, type, format, priority and path and on a selectable field's path.
 
 use darling::error::Accumulator;
 use syn::DeriveInput;
@@ -148,6 +148,90 @@ pub(crate) fn check(
     }
     valid
 }
+/// Kubernetes' limit on selectable fields per CRD version.
+const MAX_SELECTABLE: usize = 8;
+
+/// Checks the `selectable` paths and returns those without errors: each a `.spec.<field>` of the
+/// struct or a `.status.<field>` path, no two alike, at most eight (kube-apiserver's limit).
+pub(crate) fn check_selectable(
+    paths: &[syn::LitStr],
+    item: &DeriveInput,
+    fields: &[SpecField],
+    errors: &mut Accumulator,
+) -> Vec<String> {
+    let mut valid: Vec<String> = Vec::new();
+    for (i, lit) in paths.iter().enumerate() {
+        let path = lit.value();
+        if i == MAX_SELECTABLE {
+            errors.push(error(
+                lit.span(),
+                format!(
+                    "a CRD version has at most {MAX_SELECTABLE} selectable fields; remove the rest"
+                ),
+            ));
+        }
+        let ok = match column_target(&path) {
+            Err(message) => {
+                errors.push(error(
+                    lit.span(),
+                    message.replace("json_path", "selectable"),
+                ));
+                false
+            }
+            Ok(ColumnTarget::Unchecked) if path.starts_with(".metadata") => {
+                errors.push(error(
+                    lit.span(),
+                    format!(
+                        "selectable {path:?}: a field selector already takes metadata.name and metadata.namespace, \
+                         and kube-apiserver allows no other metadata field here; select a `.spec.` or `.status.` field"
+                    ),
+                ));
+                false
+            }
+            Ok(ColumnTarget::Unchecked) => {
+                errors.push(error(
+                    lit.span(),
+                    format!("selectable {path:?} names no field: write e.g. \".spec.version\""),
+                ));
+                false
+            }
+            Ok(ColumnTarget::Spec(field)) => {
+                let visible: Vec<&str> = fields
+                    .iter()
+                    .filter(|f| !f.json.skipped && !f.json.flatten)
+                    .map(|f| f.json.name.as_str())
+                    .collect();
+                let open = fields.iter().any(|f| f.json.flatten);
+                if open || visible.contains(&field.as_str()) {
+                    true
+                } else {
+                    let hint = did_you_mean(&field, &visible)
+                        .map(|f| format!("; did you mean `{f}`?"))
+                        .unwrap_or_default();
+                    errors.push(error(
+                        lit.span(),
+                        format!(
+                            "selectable {path:?} names no field of the spec `{}`{hint}",
+                            item.ident
+                        ),
+                    ));
+                    false
+                }
+            }
+            Ok(ColumnTarget::Status(_)) => true,
+        };
+        if ok && valid.contains(&path) {
+            errors.push(error(
+                lit.span(),
+                format!("selectable {path:?} is listed twice; keep one"),
+            ));
+        } else if ok && i < MAX_SELECTABLE {
+            valid.push(path);
+        }
+    }
+    valid
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,6 +54,8 @@ pub(crate) struct Model {
     pub shortnames: Vec<String>,
     pub categories: Vec<String>,
     pub columns: Vec<Column>,
+    /// `selectableFields`: JSON paths a field selector may name.
+    pub selectable: Vec<String>,
     pub config: Option<TypePath>,
     pub status: Option<TypePath>,
     pub workload: Workload,
@@ -170,6 +172,7 @@ pub(crate) fn build(
     }
 
     let columns = columns::check(options.printcolumns, item, &spec_fields, errors);
+    let selectable = columns::check_selectable(&options.selectable, item, &spec_fields, errors);
     if let Some((_, span)) = &options.workload_access
         && matches!(options.workload_cluster, None | Some(Workload::None))
     {
@@ -203,6 +206,7 @@ pub(crate) fn build(
         shortnames,
         categories,
         columns,
+        selectable,
         config: options.config,
         status: options.status,
         workload: options.workload_cluster.unwrap_or(Workload::None),

@@ -28,6 +28,7 @@ pub(crate) const OPTIONS: &[&str] = &[
     "workload_access",
     "kcp",
     "crate",
+    "selectable",
 ];
 
 const COLUMN_OPTIONS: &[&str] = &[
@@ -85,6 +86,7 @@ pub(crate) struct Options {
     pub workload_access: Option<(Access, Span)>,
     pub kcp: bool,
     pub krate: Option<syn::Path>,
+    pub selectable: Vec<LitStr>,
 }
 
 /// The closest of `candidates` to `input`, when it is close enough to be a likely typo.
@@ -435,6 +437,7 @@ pub(crate) fn parse(args: TokenStream, errors: &mut Accumulator) -> Options {
         };
         let name = path_to_string(path);
         if name != "printcolumn"
+            && name != "selectable"
             && OPTIONS.contains(&name.as_str())
             && seen.insert(name.clone(), path.span()).is_some()
         {
@@ -472,6 +475,9 @@ pub(crate) fn parse(args: TokenStream, errors: &mut Accumulator) -> Options {
             "singular" => options.singular = lit_str(meta, "singular", "velero", errors),
             "shortnames" => options.shortnames = lit_strs(meta, "shortnames", errors),
             "categories" => options.categories = lit_strs(meta, "categories", errors),
+            "selectable" => options
+                .selectable
+                .extend(lit_strs(meta, "selectable", errors)),
             "printcolumn" => options.printcolumns.extend(column(meta, errors)),
             "config" => options.config = type_path(item, "config", errors),
             "status" => options.status = type_path(item, "status", errors),
