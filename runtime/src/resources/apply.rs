@@ -137,17 +137,125 @@ pub enum Readiness {
 /// A member's own readiness check: the author's, for kinds the built-in rules do not know.
 pub type ReadyCheck = Arc<dyn Fn(&DynamicObject) -> Readiness + Send + Sync>;
 
-/// Phase of one managed object in `status.resources` (the Go providers' `InstancePhase` values).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+/// Phase of one managed object in `status.resources`: the Go providers' `InstancePhase` values
+/// (service-provider-velero `api/v1alpha1/velero_types.go`: Pending, Progressing, Ready, Failed,
+/// Terminating, Unknown), so a status a Go provider wrote reads, and reads back, unchanged.
+///
+/// The runtime itself reports `Ready`, `Pending`, `Failed` and `Terminating`; `Progressing` and
+/// `Unknown` are read from Go providers. On the wire it is a plain string (the CRD has no enum, as
+/// under Go's controller-gen CRD, so a Go provider's status write is never refused): a value
+/// outside Go's set reads as `Unknown` instead of failing the whole object, and the runtime
+/// rewrites it on its next status write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ResourcePhase {
     /// The object exists and is ready.
     Ready,
-    /// Not applied yet, or applied and not ready yet.
+    /// Not applied yet, or applied and not ready yet (Go: not created yet).
     Pending,
+    /// Go: created and not ready yet (e.g. a Deployment waiting for its pods). The runtime
+    /// reports this as `Pending`.
+    Progressing,
     /// The object reports a failure.
     Failed,
     /// Being deleted.
     Terminating,
+    /// Go: the provider has no status function for the object; also what any value outside
+    /// Go's set reads as.
+    Unknown,
+}
+
+impl ResourcePhase {
+    /// Every phase, in the order of Go's constants.
+    pub const ALL: [ResourcePhase; 6] = [
+        ResourcePhase::Pending,
+        ResourcePhase::Progressing,
+        ResourcePhase::Ready,
+        ResourcePhase::Failed,
+        ResourcePhase::Terminating,
+        ResourcePhase::Unknown,
+    ];
+
+    /// The phase as it appears on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResourcePhase::Ready => "Ready",
+            ResourcePhase::Pending => "Pending",
+            ResourcePhase::Progressing => "Progressing",
+            ResourcePhase::Failed => "Failed",
+            ResourcePhase::Terminating => "Terminating",
+            ResourcePhase::Unknown => "Unknown",
+        }
+    }
+
+    /// The phase written as `s`; `Unknown` for a value outside Go's set.
+    pub fn parse(s: &str) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .unwrap_or(ResourcePhase::Unknown)
+    }
+}
+
+impl Serialize for ResourcePhase {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ResourcePhase {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Any string reads: the status is the runtime's own output, rewritten on the next
+        // write; refusing a value would make the whole object unreadable.
+        let s = std::borrow::Cow::<str>::deserialize(d)?;
+        Ok(ResourcePhase::parse(&s))
+    }
+}
+
+impl JsonSchema for ResourcePhase {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ResourcePhase".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        known_values_schema(
+            "Phase of the object: Ready, Pending, Failed or Terminating as this runtime writes \
+             it; Progressing and Unknown as Go providers write it.",
+        )
+    }
+}
+
+/// A string field the runtime writes from a known set of values and reads leniently: no `enum`
+/// in the schema, so the API server never refuses what a Go provider writes there.
+pub(crate) fn known_values_schema(description: &str) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "description": description,
+    })
+}
+
+/// Reads `status.resources[].location`: a value the runtime does not know (another provider's
+/// cluster name) reads as absent instead of failing the whole object. [`Location`] itself stays
+/// strict, since the set inventories key members by it.
+fn lenient_location<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Location>, D::Error> {
+    let location: Option<std::borrow::Cow<'de, str>> = Option::deserialize(d)?;
+    Ok(location.and_then(|l| {
+        [
+            Location::ManagedControlPlane,
+            Location::WorkloadCluster,
+            Location::PlatformCluster,
+        ]
+        .into_iter()
+        .find(|known| known.as_str() == l)
+    }))
+}
+
+/// `status.resources[].location`: a string without `enum` (documented on the field), nullable
+/// like every optional field of the CRD.
+fn location_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "nullable": true,
+    })
 }
 
 /// One managed object in a Service API object's `status.resources`: the shape of
@@ -166,13 +274,20 @@ pub struct ManagedResource {
     /// Namespace; absent for cluster-scoped objects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    /// Ready, Pending, Failed or Terminating.
+    /// Ready, Pending, Failed or Terminating; Go providers also write Progressing and Unknown.
     pub phase: ResourcePhase,
     /// What the phase means for this object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// The cluster it lives in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The cluster it lives in: ManagedControlPlane (the tenant's control plane),
+    /// WorkloadCluster or PlatformCluster.
+    // A name the runtime does not know reads as `None` (see `lenient_location`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_location"
+    )]
+    #[schemars(schema_with = "location_schema")]
     pub location: Option<Location>,
 }
 

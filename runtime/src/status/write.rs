@@ -214,9 +214,14 @@ pub(crate) fn ready_state<X>(status: Option<&ServiceStatus<X>>) -> Option<(Strin
 }
 
 /// Writes `new` into the status subresource of `name` through `api` when it differs from `old`:
-/// a JSON merge patch of the difference (the whole status when there was none), as Go's
-/// `client.MergeFrom` sends it. The one status write of the runtime, for the Service API objects
-/// and the ProviderConfig alike. `Ok(None)` when nothing changed, so nothing was written.
+/// a JSON merge patch of the difference, as Go's `client.MergeFrom` sends it. The one status
+/// write of the runtime, for the Service API objects and the ProviderConfig alike. `Ok(None)`
+/// when nothing changed, so nothing was written.
+///
+/// With no old status, or an empty one — which is also what a status the runtime could not read
+/// decodes to ([`ServiceStatus`]'s `Deserialize`) — the whole status is replaced (a JSON patch
+/// `add /status`): a merge patch would keep the unreadable fields the runtime does not write
+/// itself, the object would stay unreadable, and every reconcile would write again.
 pub(crate) async fn patch_status<K, S>(
     api: &kube::Api<K>,
     name: &str,
@@ -225,27 +230,41 @@ pub(crate) async fn patch_status<K, S>(
 ) -> Result<Option<K>, kube::Error>
 where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-    S: serde::Serialize,
+    S: serde::Serialize + Default + PartialEq,
 {
-    let new = serde_json::to_value(new).map_err(kube::Error::SerdeError)?;
-    let diff = match old {
-        None => Some(new),
-        Some(old) => {
-            let old = serde_json::to_value(old).map_err(kube::Error::SerdeError)?;
-            merge_patch(&old, &new)
-        }
-    };
-    let Some(diff) = diff else {
+    let Some(patch) = status_patch(old, new).map_err(kube::Error::SerdeError)? else {
         return Ok(None);
     };
-    let patch = serde_json::json!({ "status": diff });
-    api.patch_status(
-        name,
-        &kube::api::PatchParams::default(),
-        &kube::api::Patch::Merge(&patch),
-    )
-    .await
-    .map(Some)
+    api.patch_status(name, &kube::api::PatchParams::default(), &patch)
+        .await
+        .map(Some)
+}
+
+/// The patch [`patch_status`] sends; `None` when nothing changed.
+pub(crate) fn status_patch<S>(
+    old: Option<&S>,
+    new: &S,
+) -> Result<Option<kube::api::Patch<Value>>, serde_json::Error>
+where
+    S: serde::Serialize + Default + PartialEq,
+{
+    let new_value = serde_json::to_value(new)?;
+    match old.filter(|old| **old != S::default()) {
+        None => {
+            if old.is_some() && *new == S::default() {
+                return Ok(None);
+            }
+            let replace: json_patch::Patch = serde_json::from_value(serde_json::json!([
+                { "op": "add", "path": "/status", "value": new_value }
+            ]))?;
+            Ok(Some(kube::api::Patch::Json(replace)))
+        }
+        Some(old) => {
+            let old = serde_json::to_value(old)?;
+            Ok(merge_patch(&old, &new_value)
+                .map(|diff| kube::api::Patch::Merge(serde_json::json!({ "status": diff }))))
+        }
+    }
 }
 
 /// A JSON merge patch (RFC 7386) that turns `old` into `new`; `None` when they are equal.
@@ -350,6 +369,36 @@ mod tests {
             t(2),
         );
         assert!(unblocked.condition(DELETION_BLOCKED).is_none());
+    }
+
+    #[test]
+    fn a_status_that_was_absent_or_unreadable_is_replaced_whole() {
+        let ready = apply::<NoStatus>(None, Some(1), Report::ready(), t(1));
+        // Unreadable reads as empty: replaced, so no field of it survives the write.
+        for old in [None, Some(ServiceStatus::default())] {
+            let Some(kube::api::Patch::Json(patch)) = status_patch(old.as_ref(), &ready).unwrap()
+            else {
+                panic!("a JSON patch for {old:?}");
+            };
+            assert_eq!(
+                serde_json::to_value(&patch).unwrap(),
+                json!([{ "op": "add", "path": "/status", "value": serde_json::to_value(&ready).unwrap() }])
+            );
+        }
+        // A status it read is patched with the difference only.
+        let progressing = apply(
+            Some(&ready),
+            Some(1),
+            Report::progressing(REASON_ERROR, "boom"),
+            t(2),
+        );
+        let Some(kube::api::Patch::Merge(diff)) = status_patch(Some(&ready), &progressing).unwrap()
+        else {
+            panic!("a merge patch");
+        };
+        assert_eq!(diff["status"]["phase"], "Progressing");
+        assert!(diff["status"].get("observedGeneration").is_none(), "{diff}");
+        assert!(status_patch(Some(&ready), &ready).unwrap().is_none());
     }
 
     #[test]
