@@ -46,6 +46,8 @@ use crate::status::write::{
 };
 use crate::tenant::{ClusterAccess, Identity};
 
+mod invalid;
+
 /// Numbers each reconcile of the process, for telling apart the log lines of two reconciles of
 /// the same object (controller-runtime's `reconcileID`).
 static RECONCILE_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -189,7 +191,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         let Some(mut object) = self.source.get(id) else {
             if let Some(invalid) = self.source.invalid(id) {
                 self.report_invalid(id, &invalid).await;
-                return Step::new(ReconcileResult::invalid, Requeue::Never);
+                return self.release_invalid(id, &invalid).await;
             }
             self.reported_invalid
                 .lock()
