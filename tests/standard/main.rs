@@ -16,6 +16,7 @@ mod common;
 mod config;
 mod faults;
 mod flaky;
+mod go_status;
 mod leader;
 mod lifecycle;
 mod logs;
