@@ -126,6 +126,21 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             }
         }
     });
+    // An enum's fields depend on the variant: it lists none and accepts any name, so a rule
+    // on a field of this type (checked through `JsonFields`) is not refused for naming one.
+    let fields_impl = fields_impl.or_else(|| {
+        matches!(item.data, Data::Enum(_)).then(|| {
+            let ident = &item.ident;
+            let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();
+            quote! {
+                #[automatically_derived]
+                impl #impl_generics #p::runtime::JsonFields for #ident #ty_generics #where_clause {
+                    const FIELDS: &'static [&'static str] = &[];
+                    const OPEN: bool = true;
+                }
+            }
+        })
+    });
 
     // An enum's or a newtype's rules see a value whose fields the macro cannot see: not checked.
     let json: Option<Vec<serde_attrs::FieldJson>> = named.map(|named| {
@@ -145,13 +160,20 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         },
         _ => None,
     };
-    rules::apply(
+    let references = rules::apply(
         &mut item.attrs,
         fields,
         json.as_deref(),
         &owner,
+        &krate,
         &mut errors,
     );
+    // A check outside the type cannot name its generic parameters; a generic type's field rules
+    // are parsed only.
+    let rule_checks = (!references.is_empty() && item.generics.params.is_empty()).then(|| {
+        let checks = crate::expand::rule_checks(&references, &p);
+        quote!(const _: () = { #checks };)
+    });
     let errors = errors.finish().err().map(darling::Error::write_errors);
     quote! {
         #derive
@@ -160,6 +182,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         #camel
         #item
         #fields_impl
+        #rule_checks
         #errors
     }
 }

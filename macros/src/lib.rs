@@ -315,8 +315,11 @@ use proc_macro::TokenStream;
 /// message expression too, the message is one line, the reason is one kube-apiserver accepts,
 /// `optional_old_self` goes with a rule that uses `oldSelf`; and a struct-level rule's
 /// `self.<field>` / `oldSelf.<field>` and `field_path` name fields the struct has, by their JSON
-/// names. Field-level rules are parsed but their `self.<field>`s are not checked (the macro sees
-/// only the field's type name); put such a rule on the field's struct.
+/// names. A field-level rule's `self.<field>`s are checked by the compiler when the field's type
+/// (under `Option` or `Box`) is one of the author's own types, against its
+/// [`macro@api_type`]-generated field list; on strings, numbers, collections and Kubernetes types
+/// they are left to the API server. A field's rules are added to those its type declares on
+/// itself.
 ///
 /// # Checks on the struct
 ///

@@ -1,5 +1,7 @@
-//! Compile-time tables of the JSON field names of the author's `config` and `status` types, so
-//! `#[service_provider]` can reject a printer column or a field name clash while compiling.
+//! What the code `#[service_provider]` and `#[api_type]` generate relies on about the author's
+//! fields: compile-time tables of their JSON names (so a printer column, a field name clash or a
+//! validation rule naming a missing field is rejected while compiling), and the schema hook that
+//! adds a field's validation rules beside those of its type.
 
 /// The JSON field names a type serializes, known at compile time.
 ///
@@ -118,6 +120,26 @@ const fn str_eq(a: &str, b: &str) -> bool {
         i += 1;
     }
     true
+}
+
+/// Appends CEL validation rules to a field's schema, after the rules already there: those its type
+/// declares on itself (`#[x_kube]` on the struct), which a plain schema extension would replace.
+/// Called from the schema transforms `#[service_provider]` and `#[api_type]` generate.
+#[doc(hidden)]
+pub fn add_validations(schema: &mut schemars::Schema, rules: serde_json::Value) {
+    let serde_json::Value::Array(rules) = rules else {
+        return;
+    };
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    match object
+        .entry("x-kubernetes-validations")
+        .or_insert_with(|| serde_json::Value::Array(Vec::new()))
+    {
+        serde_json::Value::Array(existing) => existing.extend(rules),
+        other => *other = serde_json::Value::Array(rules),
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! A struct-level rule may name only fields the struct has, by their JSON names: `self.<field>`
 //! and `oldSelf.<field>` are checked against the serialized names (after `rename_all` and
-//! `rename`), and so is the head of `field_path`.
+//! `rename`), and so is the head of `field_path`. A rule on a field of the author's own type is
+//! checked by the compiler against that type's fields.
 
 use service_provider::prelude::*;
 
@@ -9,6 +10,8 @@ use service_provider::prelude::*;
 pub struct BackupSpec {
     pub retention_days: u32,
     pub max_retention_days: u32,
+    #[x_kube(validation = "self.threads > 0")]
+    pub upload: Option<Upload>,
 }
 
 #[api_type]

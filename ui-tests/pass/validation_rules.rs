@@ -1,6 +1,7 @@
 //! CEL validation rules in kube-derive's syntax, on spec fields, on the spec struct, on the
 //! `config` type and on an `#[api_type]` inside the spec, land as `x-kubernetes-validations`
-//! where each applies, in the CRDs and in the kcp APIResourceSchema.
+//! where each applies, in the CRDs and in the kcp APIResourceSchema; a field's rules join those
+//! its type declares on itself.
 
 use service_provider::prelude::*;
 
@@ -22,8 +23,10 @@ pub struct BackupSpec {
     pub retention_days: u32,
     /// The longest retention the end user allows.
     pub max_retention_days: u32,
-    /// A schedule, optional.
+    /// A schedule, optional. The field's rule is added to the rules `Schedule` declares on itself,
+    /// and its `self.every` is checked against `Schedule`'s fields by the compiler.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("!has(self.every) || self.every.endsWith('h')").message("every is in hours"))]
     pub schedule: Option<Schedule>,
 }
 
@@ -82,7 +85,10 @@ fn main() {
     let schedule = &fields["schedule"];
     assert_eq!(
         rules(schedule),
-        json!([{"rule": "has(self.cron) != has(self.every)", "messageExpression": "'set cron or every, not ' + (has(self.cron) ? 'both' : 'neither')"}]),
+        json!([
+            {"rule": "has(self.cron) != has(self.every)", "messageExpression": "'set cron or every, not ' + (has(self.cron) ? 'both' : 'neither')"},
+            {"rule": "!has(self.every) || self.every.endsWith('h')", "message": "every is in hours"},
+        ]),
         "{schedule:#}"
     );
     assert_eq!(

@@ -14,6 +14,7 @@ use syn::{Data, DeriveInput, Ident, TypePath};
 
 use crate::model::columns::{ColumnTarget, column_target};
 use crate::model::options::{self, Access, Workload};
+use crate::model::rules::FieldReference;
 use crate::model::{self, Model, error};
 
 /// Expands `#[service_provider(args)]` on `input`.
@@ -364,6 +365,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
             };
         })
     });
+    let rule_checks = rule_checks(&model.rule_references, p);
     let field_checks = model.fields.iter().map(|field| {
         let ty = &field.ty;
         quote_spanned! {ty.span()=> __assert_field::<#ty>();}
@@ -378,6 +380,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
             #config_check
             #status_check
             #(#column_checks)*
+            #rule_checks
 
             // The runtime shares objects across its worker threads.
             fn __assert_field<T: ::core::marker::Send + ::core::marker::Sync + 'static>() {}
@@ -386,4 +389,26 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
             }
         };
     }
+}
+
+/// A constant per `self.<field>` in a rule on a field of the author's own type, failing to compile
+/// (on the rule) when the type's `JsonFields` has no such field. A type that does not list its
+/// fields gets `JsonFields`' own message: declare it with `#[api_type]`.
+pub(crate) fn rule_checks(references: &[FieldReference], p: &TokenStream) -> TokenStream {
+    references
+        .iter()
+        .map(|r| {
+            let FieldReference { ty, field, rule } = r;
+            let message = format!(
+                "this rule names `{field}`, which is no field of `{}` (the type of the field the rule is on)",
+                Paths::string(ty.to_token_stream())
+            );
+            let fields = respan(quote!(#p::runtime::fields), rule.span());
+            quote_spanned! {rule.span()=>
+                const _: () = if !#fields::has_field::<#ty>(#field) {
+                    ::core::panic!(#message)
+                };
+            }
+        })
+        .collect()
 }

@@ -75,6 +75,8 @@ pub(crate) struct Model {
     pub attrs: Vec<Attribute>,
     /// The struct's fields as they are emitted: validation rules as schema attributes.
     pub named: FieldsNamed,
+    /// What the rules on fields of the author's own types select, for the compiler to check.
+    pub rule_references: Vec<rules::FieldReference>,
     pub fields: Vec<SpecField>,
 }
 
@@ -186,18 +188,21 @@ pub(crate) fn build(
     // Only a struct with named fields can become a resource's spec.
     let mut named = fields?.clone();
     let mut attrs = emitted_attrs(&item.attrs);
+    let krate = options
+        .krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::service_provider));
     let json: Vec<&serde_attrs::FieldJson> = spec_fields.iter().map(|f| &f.json).collect();
-    rules::apply(
+    let rule_references = rules::apply(
         &mut attrs,
         Some(&mut named),
         Some(&json),
         &item.ident.to_string(),
+        &krate,
         errors,
     );
     Some(Model {
-        krate: options
-            .krate
-            .unwrap_or_else(|| syn::parse_quote!(::service_provider)),
+        krate,
         group: group.unwrap_or_else(|| FALLBACK_GROUP.to_owned()),
         version: version.unwrap_or_else(|| FALLBACK_VERSION.to_owned()),
         kind: kind?,
@@ -224,6 +229,7 @@ pub(crate) fn build(
             .collect(),
         attrs,
         named,
+        rule_references,
         fields: spec_fields,
     })
 }

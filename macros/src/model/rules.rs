@@ -532,8 +532,9 @@ pub(crate) fn check_fields(
     }
 }
 
-/// `#[schemars(extend("x-kubernetes-validations" = [...]))]` for `rules`, or nothing.
-pub(crate) fn schema_attr(rules: &[Rule]) -> Option<Attribute> {
+/// `#[schemars(extend("x-kubernetes-validations" = [...]))]` for a struct's own `rules`, or
+/// nothing.
+fn container_attr(rules: &[Rule]) -> Option<Attribute> {
     if rules.is_empty() {
         return None;
     }
@@ -543,17 +544,45 @@ pub(crate) fn schema_attr(rules: &[Rule]) -> Option<Attribute> {
     ))
 }
 
+/// The schema transform that appends a field's `rules` to its schema, or nothing. Not an
+/// `extend`: that would replace the rules the field's type declares on itself.
+fn field_attr(rules: &[Rule], krate: &syn::Path) -> Option<Attribute> {
+    if rules.is_empty() {
+        return None;
+    }
+    let entries = rules.iter().map(Rule::json);
+    let p = quote!(#krate::__private);
+    Some(syn::parse_quote!(
+        #[schemars(transform = |schema: &mut #p::schemars::Schema| {
+            #p::runtime::fields::add_validations(schema, #p::serde_json::json!([#(#entries),*]))
+        })]
+    ))
+}
+
+/// A `self.<field>` in a rule on a field whose type the macro sees only by name: checked by the
+/// compiler, against the type's `JsonFields`, by a constant the expansion writes.
+pub(crate) struct FieldReference {
+    /// The field's type with `Option` and `Box` taken off: what `self` is in the rule.
+    pub ty: syn::Type,
+    /// The JSON name the rule selects.
+    pub field: String,
+    /// The rule, for the error's span.
+    pub rule: LitStr,
+}
+
 /// Takes the rules off a struct's attributes and its named fields', checks them, and puts the
 /// schema attributes that emit them in their place. Struct-level rules are checked against
 /// `json`, the struct's fields as serde writes them; `None` when the macro cannot see them (an
-/// enum, a newtype), and then they are parsed only.
+/// enum, a newtype), and then they are parsed only. Returns what field-level rules select on
+/// fields of the author's own types, for the compiler to check.
 pub(crate) fn apply(
     attrs: &mut Vec<Attribute>,
     fields: Option<&mut syn::FieldsNamed>,
     json: Option<&[&FieldJson]>,
     owner: &str,
+    krate: &syn::Path,
     errors: &mut Accumulator,
-) {
+) -> Vec<FieldReference> {
     let container = take(attrs, errors);
     if let Some(json) = json
         && !container.is_empty()
@@ -566,11 +595,103 @@ pub(crate) fn apply(
             .collect();
         check_fields(&container, &names, open, owner, errors);
     }
-    attrs.extend(schema_attr(&container));
+    attrs.extend(container_attr(&container));
+    let mut references = Vec::new();
     for field in fields.into_iter().flat_map(|f| f.named.iter_mut()) {
         let rules = take(&mut field.attrs, errors);
-        field.attrs.extend(schema_attr(&rules));
+        if let Some(ty) = own_type(&field.ty) {
+            for rule in &rules {
+                let mut seen: Vec<&str> = Vec::new();
+                for selected in &rule.selected {
+                    if !seen.contains(&selected.as_str()) {
+                        seen.push(selected);
+                        references.push(FieldReference {
+                            ty: ty.clone(),
+                            field: json_name(selected),
+                            rule: rule.rule.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        field.attrs.extend(field_attr(&rules, krate));
     }
+    references
+}
+
+/// The type `self` is in a rule on a field of type `ty`, when it may be one of the author's
+/// structs: `ty` without `Option<..>` and `Box<..>`, if that is a plain path that is not a
+/// scalar, string, collection or Kubernetes type (a `self.<field>` on those is kube-apiserver's
+/// to judge, with the schema).
+fn own_type(ty: &syn::Type) -> Option<&syn::Type> {
+    const NOT_OURS: &[&str] = &[
+        "String",
+        "str",
+        "bool",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "u128",
+        "usize",
+        "i8",
+        "i16",
+        "i32",
+        "i64",
+        "i128",
+        "isize",
+        "f32",
+        "f64",
+        "char",
+        "Vec",
+        "VecDeque",
+        "HashMap",
+        "BTreeMap",
+        "HashSet",
+        "BTreeSet",
+        "IndexMap",
+        "Value",
+        "Quantity",
+        "IntOrString",
+        "Time",
+        "MicroTime",
+        "Duration",
+        "ObjectMeta",
+        "LabelSelector",
+        "Cow",
+        "Arc",
+        "Rc",
+    ];
+    let syn::Type::Path(path) = ty else {
+        return None;
+    };
+    if path.qself.is_some() {
+        return None;
+    }
+    let last = path.path.segments.last()?;
+    let name = last.ident.to_string();
+    if name == "Option" || name == "Box" {
+        if let syn::PathArguments::AngleBracketed(args) = &last.arguments
+            && let Some(syn::GenericArgument::Type(inner)) = args.args.first()
+        {
+            return own_type(inner);
+        }
+        return None;
+    }
+    (!NOT_OURS.contains(&name.as_str())).then_some(ty)
+}
+
+/// The JSON name of a field as CEL names it: [`cel_name`] undone.
+fn json_name(cel: &str) -> String {
+    if let Some(word) = cel.strip_prefix("__").and_then(|w| w.strip_suffix("__"))
+        && CEL_RESERVED.contains(&word)
+    {
+        return word.to_owned();
+    }
+    cel.replace("__dash__", "-")
+        .replace("__dot__", ".")
+        .replace("__slash__", "/")
+        .replace("__underscores__", "__")
 }
 
 #[cfg(test)]
@@ -655,6 +776,46 @@ mod tests {
         assert_eq!(field_path_head(".spec.x").as_deref(), Some("spec"));
         assert_eq!(field_path_head("['a.b'].c").as_deref(), Some("a.b"));
         assert_eq!(field_path_head("spec"), None);
+        for json in ["maxRetention", "foo-bar", "a.b", "namespace", "a__b", "x/y"] {
+            assert_eq!(json_name(&cel_name(json)), json);
+        }
+    }
+
+    #[test]
+    fn field_rules_on_own_types_are_left_to_the_compiler() {
+        let mut fields: syn::FieldsNamed = syn::parse_quote!({
+            #[x_kube(validation = "self.cron != '' || has(self.every)")]
+            schedule: Option<Schedule>,
+            #[x_kube(validation = "self.size() > 0")]
+            name: String,
+            #[x_kube(validation = "self.all(x, x.size() > 0)")]
+            tags: Vec<String>,
+        });
+        let mut errors = darling::Error::accumulator();
+        let krate = syn::parse_quote!(::service_provider);
+        let refs = apply(
+            &mut Vec::new(),
+            Some(&mut fields),
+            None,
+            "S",
+            &krate,
+            &mut errors,
+        );
+        assert!(errors.into_inner().is_empty());
+        let found: Vec<(String, String)> = refs
+            .iter()
+            .map(|r| {
+                let ty = &r.ty;
+                (quote!(#ty).to_string(), r.field.clone())
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("Schedule".to_owned(), "cron".to_owned()),
+                ("Schedule".to_owned(), "every".to_owned())
+            ]
+        );
     }
 
     #[test]
