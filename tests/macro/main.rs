@@ -23,6 +23,7 @@ mod velero_by_hand;
 mod kitchen_sink;
 mod manifests;
 mod readme;
+mod real_rules;
 mod schema_names;
 mod ship;
 mod structural;
