@@ -44,7 +44,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
@@ -72,6 +74,74 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 pub const DEFAULT_TENANT_NAMESPACE: &str = "project-test--ws-test";
 /// How many Events [`Tenant::explain`] shows.
 const EXPLAIN_EVENTS: usize = 5;
+/// The field manager of [`Cluster::apply`] and [`Cluster::install_crd`]: the test's hand,
+/// distinct from the provider's, so a test can see who owns which field.
+pub const FIELD_MANAGER: &str = "service-provider-testing";
+
+/// The reasons the runtime writes into a Service API object's `Ready` condition (and its Events),
+/// so a test matches them by name instead of spelling them: a misspelt string only shows as a
+/// timeout. The standard ones are the Go runtime's, so tests written against Go providers agree.
+///
+/// ```
+/// # use service_provider::prelude::*;
+/// # #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
+/// # pub struct HelloSpec { pub greeting: String }
+/// # impl Reconcile for Hello {
+/// #     async fn create_or_update(&self, _: &Context<Self>) -> Result<Outcome, Error> {
+/// #         if self.spec.greeting.is_empty() { return Err(Error::invalid_input("say whom to greet")) }
+/// #         Ok(Outcome::ready())
+/// #     }
+/// #     async fn delete(&self, _: &Context<Self>) -> Result<Deletion, Error> { Ok(Deletion::done()) }
+/// # }
+/// use service_provider::testing::{TestError, TestPlatform, ready_reason, reason};
+///
+/// # #[tokio::main(flavor = "multi_thread")]
+/// # async fn main() -> Result<(), TestError> {
+/// let platform = TestPlatform::<Hello>::start().await?;
+/// let tenant = platform.create_tenant("tenant-a", HelloSpec { greeting: "".into() }).await?;
+/// // `Error::invalid_input` in create_or_update is reported, not retried:
+/// tenant
+///     .wait_until("to refuse the empty greeting", |o| {
+///         ready_reason(o) == Some(reason::INVALID_USER_INPUT)
+///     })
+///     .await?;
+/// tenant.set_spec(HelloSpec { greeting: "world".into() }).await?;
+/// let ready = tenant.wait_ready().await?;
+/// assert_eq!(ready_reason(&ready), Some(reason::RECONCILE_SUCCESS));
+/// # platform.stop().await;
+/// # Ok(()) }
+/// ```
+pub mod reason {
+    /// The object is Ready (Go `StatusReady`).
+    pub const RECONCILE_SUCCESS: &str = "ReconcileSuccess";
+    /// A transient failure, retried with backoff (Go `reasonReconcileError`).
+    pub const RECONCILE_ERROR: &str = "ReconcileError";
+    /// `Error::invalid_input`: the object or the ProviderConfig asks for something that cannot
+    /// work; reported, not retried until either changes.
+    pub const INVALID_USER_INPUT: &str = "InvalidUserInput";
+    /// The object cannot be read into the provider's type (e.g. an older schema).
+    pub const INVALID_OBJECT: &str = "InvalidObject";
+    /// The provider's code panicked.
+    pub const RECONCILE_PANICKED: &str = "ReconcilePanicked";
+    /// The provider's code did not finish within the reconcile timeout.
+    pub const RECONCILE_TIMED_OUT: &str = "ReconcileTimedOut";
+    /// The tenant's cluster access is not granted yet.
+    pub const WAITING_FOR_ACCESS: &str = "WaitingForAccess";
+    /// The platform refused the tenant's cluster access.
+    pub const ACCESS_DENIED: &str = "AccessDenied";
+    /// The object is being deleted (Go `StatusTerminating`).
+    pub const TERMINATING: &str = "Terminating";
+    /// The access is being given back during deletion (Go `Reconciling`, "cluster cleanup").
+    pub const RECONCILING: &str = "Reconciling";
+    /// kcp mode: another object in the workspace serves it (the "oldest wins" rule).
+    pub const DUPLICATE_IN_WORKSPACE: &str =
+        service_provider_runtime::modes::kcp::source::REASON_DUPLICATE;
+    /// kcp mode: the provider tried to install workloads into a workspace, which runs none.
+    pub const WORKLOADS_NOT_SERVED_IN_WORKSPACE: &str =
+        service_provider_runtime::modes::kcp::guard::REASON_WORKLOADS;
+    /// Type of the condition set while the provider's `delete` returns `Deletion::blocked`.
+    pub const DELETION_BLOCKED: &str = "DeletionBlocked";
+}
 
 /// Why a test step failed. Its `Debug` output is its message, so a test returning
 /// `Result<(), TestError>` prints what is stuck rather than a struct dump.
@@ -130,6 +200,27 @@ impl fmt::Debug for TestError {
 impl From<DevError> for TestError {
     fn from(e: DevError) -> Self {
         TestError::Start(e.to_string())
+    }
+}
+
+/// A failed request through a cluster's [`client`](Cluster::client) or a `kube::Api`, so a test
+/// returning `Result<(), TestError>` can use `?` on kube's calls as on the kit's.
+///
+/// ```
+/// use service_provider::testing::TestError;
+///
+/// fn read(result: Result<(), service_provider::kube::Error>) -> Result<(), TestError> {
+///     result?; // no `.map_err(..)`
+///     Ok(())
+/// }
+/// assert!(read(Ok(())).is_ok());
+/// ```
+impl From<kube::Error> for TestError {
+    fn from(source: kube::Error) -> Self {
+        TestError::Kube {
+            what: "a Kubernetes API request".into(),
+            source,
+        }
     }
 }
 
@@ -552,6 +643,44 @@ impl<P: Reconcile> TestPlatform<P> {
         Ok(())
     }
 
+    /// Puts a registry credential on the platform where a ProviderConfig's `imagePullSecrets`
+    /// (or a field like `chartPullSecret`) names it: Secret `name` of type
+    /// `kubernetes.io/dockerconfigjson` in the provider's namespace on the platform cluster, with
+    /// `username` and `password` for `registry` (see [`registry_secret`]). Applied, so calling it
+    /// again changes the credential, and the provider reconciles every tenant as it does when a
+    /// Secret its ProviderConfig names changes. Returns the Secret.
+    ///
+    /// ```
+    /// # use service_provider::prelude::*;
+    /// # #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
+    /// # pub struct HelloSpec { pub greeting: String }
+    /// # impl Reconcile for Hello {
+    /// #     async fn create_or_update(&self, _: &Context<Self>) -> Result<Outcome, Error> { Ok(Outcome::ready()) }
+    /// #     async fn delete(&self, _: &Context<Self>) -> Result<Deletion, Error> { Ok(Deletion::done()) }
+    /// # }
+    /// # use service_provider::testing::{TestError, TestPlatform};
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), TestError> {
+    /// let platform = TestPlatform::<Hello>::builder()
+    ///     .provider_config(serde_json::json!({ "imagePullSecrets": [{ "name": "regcred" }] }))
+    ///     .start()
+    ///     .await?;
+    /// let secret = platform.pull_secret("regcred", "registry.test", "robot", "s3cret").await?;
+    /// assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/dockerconfigjson"));
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub async fn pull_secret(
+        &self,
+        name: &str,
+        registry: &str,
+        username: &str,
+        password: &str,
+    ) -> Result<Secret, TestError> {
+        let mut secret = registry_secret(name, registry, username, password);
+        secret.metadata.namespace = Some(self.shared.env.pod_namespace().to_owned());
+        self.platform().apply(&secret).await
+    }
+
     /// The platform cluster, as its admin (ProviderConfig, ClusterRequests, AccessRequests,
     /// kubeconfig Secrets).
     ///
@@ -801,16 +930,37 @@ impl<P: ServiceProvider> Tenant<P> {
     /// Waits until `condition` holds for the object; returns it. For states other than Ready:
     /// a reason the provider reports, an extra status field, a deletion that is blocked.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// The runtime's reasons are constants in [`reason`]; [`ready_reason`] reads the `Ready`
+    /// condition's.
+    ///
+    /// ```
+    /// # use service_provider::prelude::*;
+    /// # #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
+    /// # pub struct HelloSpec { pub version: String }
+    /// # impl Reconcile for Hello {
+    /// #     async fn create_or_update(&self, cx: &Context<Self>) -> Result<Outcome, Error> {
+    /// #         cx.common().resolve_version(&self.spec.version)?;
+    /// #         Ok(Outcome::ready())
+    /// #     }
+    /// #     async fn delete(&self, _: &Context<Self>) -> Result<Deletion, Error> { Ok(Deletion::done()) }
+    /// # }
+    /// # use service_provider::testing::{TestError, TestPlatform};
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), TestError> {
+    /// # let platform = TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "9.9.9" })).await?;
+    /// use service_provider::testing::{ready_reason, reason};
+    ///
+    /// // A version the ProviderConfig does not offer is the end user's mistake:
     /// let refused = tenant
-    ///     .wait_until("to report the unknown version", |o| {
-    ///         o.status()
-    ///             .and_then(|s| s.condition("Ready"))
-    ///             .is_some_and(|c| c.reason == "InvalidInput")
+    ///     .wait_until("to refuse the unknown version", |o| {
+    ///         ready_reason(o) == Some(reason::INVALID_USER_INPUT)
     ///     })
     ///     .await?;
-    /// # let _ = refused; Ok(()) }
+    /// # let _ = refused; platform.stop().await; Ok(()) }
     /// ```
     pub async fn wait_until(
         &self,
@@ -1080,6 +1230,48 @@ impl<P: ServiceProvider> Tenant<P> {
     }
 }
 
+/// A registry credential as the platform keeps it: Secret `name` (no namespace: set
+/// `metadata.namespace`) of type `kubernetes.io/dockerconfigjson` whose `.dockerconfigjson` holds
+/// `username`, `password` and their `auth` for `registry`, as `kubectl create secret
+/// docker-registry` writes it. [`TestPlatform::pull_secret`] puts one where the provider reads
+/// it; this is for other places (a [`TestEnv`], a tenant's cluster).
+///
+/// ```
+/// let secret = service_provider::testing::registry_secret("regcred", "registry.test", "robot", "s3cret");
+/// let config = &secret.data.unwrap()[".dockerconfigjson"].0;
+/// let config: serde_json::Value = serde_json::from_slice(config).unwrap();
+/// assert_eq!(config["auths"]["registry.test"]["username"], "robot");
+/// assert_eq!(config["auths"]["registry.test"]["auth"], "cm9ib3Q6czNjcmV0"); // base64("robot:s3cret")
+/// ```
+pub fn registry_secret(name: &str, registry: &str, username: &str, password: &str) -> Secret {
+    // k8s-openapi writes a ByteString as base64, which is the `auth` field's encoding; no
+    // base64 crate needed for one field.
+    let auth = serde_json::to_value(k8s_openapi::ByteString(
+        format!("{username}:{password}").into_bytes(),
+    ))
+    .unwrap_or_default();
+    let config = json!({ "auths": { registry: {
+        "username": username,
+        "password": password,
+        "auth": auth,
+    } } });
+    Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        },
+        type_: Some("kubernetes.io/dockerconfigjson".into()),
+        data: Some(
+            [(
+                ".dockerconfigjson".to_owned(),
+                k8s_openapi::ByteString(config.to_string().into_bytes()),
+            )]
+            .into(),
+        ),
+        ..Default::default()
+    }
+}
+
 /// Whether a Service API object is Ready for its current generation: phase `Ready` and
 /// `observedGeneration == generation`, what [`Tenant::wait_ready`] waits for.
 ///
@@ -1092,6 +1284,22 @@ pub fn is_ready<P: ServiceProvider>(object: &P) -> bool {
     object.status().is_some_and(|s| {
         s.phase == Some(Phase::Ready) && s.observed_generation == object.meta().generation
     })
+}
+
+/// The reason of the object's `Ready` condition, if it has one: compare it with a [`reason`]
+/// constant (or the provider's own reason from `Outcome::progressing`).
+///
+/// ```no_run
+/// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+/// use service_provider::testing::{ready_reason, reason};
+/// tenant.wait_until("to wait for its access", |o| ready_reason(o) == Some(reason::WAITING_FOR_ACCESS)).await?;
+/// # Ok(()) }
+/// ```
+pub fn ready_reason<P: ServiceProvider>(object: &P) -> Option<&str> {
+    object
+        .status()?
+        .condition("Ready")
+        .map(|c| c.reason.as_str())
 }
 
 /// `Kind ns/name: phase, conditions` for a request that is not granted.
@@ -1534,14 +1742,288 @@ impl Cluster {
         }
     }
 
+    /// Creates `object` (its namespace from `metadata.namespace` for a namespaced kind), as an
+    /// end user's `kubectl create` would; returns it as stored. An object that exists already is
+    /// an error (409): use [`apply`](Self::apply) to create or update.
+    ///
+    /// ```
+    /// # use service_provider::prelude::*;
+    /// # #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
+    /// # pub struct HelloSpec { pub greeting: String }
+    /// # impl Reconcile for Hello {
+    /// #     async fn create_or_update(&self, _: &Context<Self>) -> Result<Outcome, Error> { Ok(Outcome::ready()) }
+    /// #     async fn delete(&self, _: &Context<Self>) -> Result<Deletion, Error> { Ok(Deletion::done()) }
+    /// # }
+    /// # use service_provider::testing::{TestError, TestPlatform};
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), TestError> {
+    /// # let platform = TestPlatform::<Hello>::start().await?;
+    /// # let tenant = platform.create_tenant("tenant-a", HelloSpec { greeting: "world".into() }).await?;
+    /// use service_provider::k8s_openapi::api::core::v1::ConfigMap;
+    /// use service_provider::kube::api::ObjectMeta;
+    ///
+    /// // An end user's object in the tenant's cluster, which the provider must leave alone.
+    /// let mine = ConfigMap {
+    ///     metadata: ObjectMeta {
+    ///         name: Some("mine".into()),
+    ///         namespace: Some("default".into()),
+    ///         ..Default::default()
+    ///     },
+    ///     data: Some([("owner".to_owned(), "end user".to_owned())].into()),
+    ///     ..Default::default()
+    /// };
+    /// let created = tenant.mcp().create(&mine).await?;
+    /// assert!(created.metadata.uid.is_some());
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub async fn create<K>(&self, object: &K) -> Result<K, TestError>
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + 'static,
+    {
+        let (api, object, key) = self.untyped(object)?;
+        let created = api
+            .create(&PostParams::default(), &object)
+            .await
+            .map_err(kube_err(format!(
+                "creating {} {key} in {}",
+                K::kind(&()),
+                self.name
+            )))?;
+        convert(created)
+    }
+
+    /// Creates or updates `object` with server-side apply under the field manager
+    /// [`FIELD_MANAGER`], as `kubectl apply --server-side --force-conflicts` would: the fields
+    /// the object sets become the test's, taken over from any other manager (the provider's
+    /// included, since a test that sets a field means it), and fields it omits stay as they
+    /// are unless the test owned them before. Returns the object as stored.
+    ///
+    /// ```
+    /// # use service_provider::prelude::*;
+    /// # #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
+    /// # pub struct HelloSpec { pub greeting: String }
+    /// # impl Reconcile for Hello {
+    /// #     async fn create_or_update(&self, _: &Context<Self>) -> Result<Outcome, Error> { Ok(Outcome::ready()) }
+    /// #     async fn delete(&self, _: &Context<Self>) -> Result<Deletion, Error> { Ok(Deletion::done()) }
+    /// # }
+    /// # use service_provider::testing::{TestError, TestPlatform};
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), TestError> {
+    /// # let platform = TestPlatform::<Hello>::start().await?;
+    /// use service_provider::k8s_openapi::api::core::v1::Namespace;
+    /// use service_provider::kube::api::ObjectMeta;
+    ///
+    /// let labelled = |team: &str| Namespace {
+    ///     metadata: ObjectMeta {
+    ///         name: Some("team-space".into()),
+    ///         labels: Some([("team".to_owned(), team.to_owned())].into()),
+    ///         ..Default::default()
+    ///     },
+    ///     ..Default::default()
+    /// };
+    /// let onboarding = platform.onboarding();
+    /// onboarding.apply(&labelled("a")).await?; // created
+    /// let updated = onboarding.apply(&labelled("b")).await?; // updated in place
+    /// assert_eq!(updated.metadata.labels.unwrap()["team"], "b");
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub async fn apply<K>(&self, object: &K) -> Result<K, TestError>
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + 'static,
+    {
+        let (api, mut object, key) = self.untyped(object)?;
+        let Some(name) = object.metadata.name.clone().filter(|n| !n.is_empty()) else {
+            return Err(TestError::Usage(format!(
+                "apply needs the {}'s metadata.name (server-side apply addresses an object by name); set it, or use create with metadata.generateName",
+                K::kind(&())
+            )));
+        };
+        // An object read back from a cluster carries managedFields, which an apply must not
+        // send; which manager owns what is the server's to record.
+        object.metadata.managed_fields = None;
+        let applied = api
+            .patch(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&object),
+            )
+            .await
+            .map_err(kube_err(format!(
+                "applying {} {key} in {}",
+                K::kind(&()),
+                self.name
+            )))?;
+        convert(applied)
+    }
+
+    /// Deletes object `key` (`namespace/name`, or `name` for a cluster-scoped kind) and waits
+    /// until it is gone, as `kubectl delete` does: whatever holds it (a finalizer, a provider
+    /// cleaning up) has run when this returns, so the next line can check the consequences. An
+    /// object that does not exist is fine (`--ignore-not-found`); an object of the same name
+    /// created again meanwhile counts as the old one gone. For a delete that does not wait (to
+    /// watch a deletion being blocked), use [`Api::delete`] through [`client`](Self::client).
+    /// On timeout the error shows what holds the object.
+    ///
+    /// ```
+    /// # use service_provider::prelude::*;
+    /// # #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
+    /// # pub struct HelloSpec { pub greeting: String }
+    /// # impl Reconcile for Hello {
+    /// #     async fn create_or_update(&self, _: &Context<Self>) -> Result<Outcome, Error> { Ok(Outcome::ready()) }
+    /// #     async fn delete(&self, _: &Context<Self>) -> Result<Deletion, Error> { Ok(Deletion::done()) }
+    /// # }
+    /// # use service_provider::testing::{TestError, TestPlatform};
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), TestError> {
+    /// # let platform = TestPlatform::<Hello>::start().await?;
+    /// use service_provider::k8s_openapi::api::core::v1::ConfigMap;
+    /// use service_provider::kube::api::ObjectMeta;
+    ///
+    /// let onboarding = platform.onboarding();
+    /// onboarding
+    ///     .create(&ConfigMap {
+    ///         metadata: ObjectMeta {
+    ///             name: Some("scratch".into()),
+    ///             namespace: Some("default".into()),
+    ///             ..Default::default()
+    ///         },
+    ///         ..Default::default()
+    ///     })
+    ///     .await?;
+    /// onboarding.delete::<ConfigMap>("default/scratch").await?;
+    /// assert!(onboarding.get_opt::<ConfigMap>("default/scratch").await?.is_none());
+    /// onboarding.delete::<ConfigMap>("default/scratch").await?; // already gone: fine
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub async fn delete<K>(&self, key: &str) -> Result<(), TestError>
+    where
+        K: Resource<DynamicType = ()> + 'static,
+    {
+        let (api, name) = self.dynamic::<K>(key)?;
+        let deleted = match api.delete(name, &DeleteParams::default()).await {
+            Ok(deleted) => deleted,
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+            Err(e) => {
+                return Err(kube_err(format!(
+                    "deleting {} {key} in {}",
+                    K::kind(&()),
+                    self.name
+                ))(e));
+            }
+        };
+        // Still there (finalizers, or a background deletion): wait for this object, by uid,
+        // so that one created again under the same name does not hold the wait.
+        let uid = deleted.left().and_then(|o| o.metadata.uid);
+        let gone = |o: Option<&DynamicObject>| match o {
+            None => true,
+            Some(o) => uid.is_some() && o.metadata.uid != uid,
+        };
+        match watch_until(api, name, self.timeout, gone).await {
+            Ok(_) => Ok(()),
+            Err(seen) => Err(self.timeout_error::<K>(key, "to be gone", seen.describe())),
+        }
+    }
+
+    /// Installs the CRD of `K` (its `CustomResourceExt::crd()`: a type derived with kube's
+    /// `CustomResource`, the generated Service API and ProviderConfig types, the
+    /// [`flux`](crate::flux) types) with [`apply`](Self::apply), and waits until it is
+    /// Established, so objects of `K` can be created on the next line. For an end user's kind a
+    /// provider looks for, or a dependency the platform would have installed. Returns the CRD.
+    ///
+    /// ```
+    /// # use service_provider::prelude::*;
+    /// # #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
+    /// # pub struct HelloSpec { pub greeting: String }
+    /// # impl Reconcile for Hello {
+    /// #     async fn create_or_update(&self, _: &Context<Self>) -> Result<Outcome, Error> { Ok(Outcome::ready()) }
+    /// #     async fn delete(&self, _: &Context<Self>) -> Result<Deletion, Error> { Ok(Deletion::done()) }
+    /// # }
+    /// # use service_provider::testing::{TestError, TestPlatform};
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), TestError> {
+    /// # let platform = TestPlatform::<Hello>::start().await?;
+    /// # let tenant = platform.create_tenant("tenant-a", HelloSpec { greeting: "world".into() }).await?;
+    /// use service_provider::flux::OCIRepository;
+    ///
+    /// let crd = tenant.mcp().install_crd::<OCIRepository>().await?;
+    /// assert_eq!(crd.metadata.name.as_deref(), Some("ocirepositories.source.toolkit.fluxcd.io"));
+    /// assert!(tenant.mcp().list::<OCIRepository>(None).await?.is_empty());
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub async fn install_crd<K>(&self) -> Result<CustomResourceDefinition, TestError>
+    where
+        K: kube::CustomResourceExt,
+    {
+        let crd = self.apply(&K::crd()).await?;
+        let name = crd.name_any();
+        self.wait_for(&name, |crd: &CustomResourceDefinition| {
+            crd.status.as_ref().is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .flatten()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            })
+        })
+        .await
+    }
+
+    /// `object` as an untyped object of `K`'s kind, the API its namespace addresses (checked
+    /// against `K`'s scope) and its key for messages.
+    fn untyped<K>(
+        &self,
+        object: &K,
+    ) -> Result<(Api<DynamicObject>, DynamicObject, String), TestError>
+    where
+        K: Resource<DynamicType = ()> + Serialize + 'static,
+    {
+        let kind = K::kind(&());
+        let resource = ApiResource::erase::<K>(&());
+        let mut value = serde_json::to_value(object)
+            .map_err(|e| TestError::Usage(format!("the {kind} does not serialize to JSON: {e}")))?;
+        let Some(fields) = value.as_object_mut() else {
+            return Err(TestError::Usage(format!(
+                "the {kind} does not serialize to a JSON object"
+            )));
+        };
+        // Typed objects may leave out their type meta; the request needs it.
+        fields.insert("apiVersion".into(), resource.api_version.clone().into());
+        fields.insert("kind".into(), resource.kind.clone().into());
+        let object: DynamicObject = serde_json::from_value(value)
+            .map_err(|e| TestError::Usage(format!("the {kind} is not a Kubernetes object: {e}")))?;
+        let name = object
+            .metadata
+            .name
+            .clone()
+            .or_else(|| object.metadata.generate_name.clone())
+            .unwrap_or_default();
+        let namespace = object
+            .metadata
+            .namespace
+            .clone()
+            .filter(|ns| !ns.is_empty());
+        match (namespaced::<K>(), namespace) {
+            (true, Some(ns)) => Ok((
+                Api::namespaced_with(self.client.clone(), &ns, &resource),
+                object,
+                format!("{ns}/{name}"),
+            )),
+            (true, None) => Err(TestError::Usage(format!(
+                "{kind} is namespaced: set metadata.namespace of {kind} {name}"
+            ))),
+            (false, None) => Ok((Api::all_with(self.client.clone(), &resource), object, name)),
+            (false, Some(ns)) => Err(TestError::Usage(format!(
+                "{kind} is cluster-scoped: remove metadata.namespace ({ns}) of {kind} {name}"
+            ))),
+        }
+    }
+
     /// An untyped API and the name for `key`, checked against `K`'s scope.
     fn dynamic<'k, K>(&self, key: &'k str) -> Result<(Api<DynamicObject>, &'k str), TestError>
     where
         K: Resource<DynamicType = ()> + 'static,
     {
-        let namespaced = TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>();
         let resource = ApiResource::erase::<K>(&());
-        match (key.split_once('/'), namespaced) {
+        match (key.split_once('/'), namespaced::<K>()) {
             (Some((ns, name)), true) if !ns.is_empty() && !name.is_empty() => Ok((
                 Api::namespaced_with(self.client.clone(), ns, &resource),
                 name,
@@ -1572,6 +2054,11 @@ impl Cluster {
             stuck,
         }
     }
+}
+
+/// Whether `K` lives in namespaces (`K::Scope`), which decides the shape of its keys.
+fn namespaced<K: Resource + 'static>() -> bool {
+    TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>()
 }
 
 fn convert<K: DeserializeOwned + Resource<DynamicType = ()>>(

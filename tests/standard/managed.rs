@@ -8,17 +8,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use serde_json::json;
 use service_provider::dev::flux::FAIL_INSTALL_ANNOTATION;
 use service_provider::dev::{ClusterHandle, ControlPlaneRef, TestEnv};
 use service_provider::flux::{HelmRelease, OCIRepository};
-use service_provider::kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use service_provider::kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use service_provider::kube::runtime::watcher;
 use service_provider::kube::{Api, ResourceExt};
 use service_provider::openmcp::AccessRequest;
 use service_provider::openmcp::naming::stable_mcp_namespace;
+use service_provider::testing::registry_secret;
 use service_provider::{Identity, Location, ManagedResource, ResourcePhase};
 use service_provider_apiserver::LoggedRequest;
 
@@ -42,23 +42,11 @@ async fn env(chart_url: &str) -> TestEnv {
     let env = common::env::<ExternalSecretsOperator>(config(chart_url), &[(NAMESPACE, NAME)]).await;
     let secrets: Api<Secret> = Api::namespaced(env.platform().client(), env.pod_namespace());
     for name in ["chart-creds", "regcred", "mirror"] {
-        let secret = Secret {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..Default::default()
-            },
-            type_: Some("kubernetes.io/dockerconfigjson".into()),
-            data: Some(
-                [(
-                    ".dockerconfigjson".to_owned(),
-                    ByteString(format!("{{\"auths\":{{\"{name}\":{{}}}}}}").into_bytes()),
-                )]
-                .into(),
-            ),
-            ..Default::default()
-        };
         secrets
-            .create(&PostParams::default(), &secret)
+            .create(
+                &PostParams::default(),
+                &registry_secret(name, "registry.test", "robot", name),
+            )
             .await
             .expect("the platform's pull secret");
     }

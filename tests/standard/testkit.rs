@@ -1,13 +1,18 @@
 //! The author's test kit itself (`service_provider::testing`): a timeout says what is stuck — the
-//! object's condition and Events, the access the platform has not granted — and keys that do not
-//! fit a kind's scope are refused with a fix.
+//! object's condition and Events, the access the platform has not granted — keys that do not
+//! fit a kind's scope are refused with a fix, and a test writes what an end user or platform
+//! operator would (pull secrets, CRDs, objects) in a line each.
 
 use std::time::Duration;
 
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
-use service_provider::k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use service_provider::k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use service_provider::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use service_provider::openmcp::AccessRequest;
-use service_provider::testing::TestError;
+use service_provider::testing::{TestError, TestPlatform, ready_reason, reason};
 
 use crate::common;
 use crate::velero::Velero;
@@ -39,7 +44,7 @@ async fn a_timeout_explains_the_condition_and_events_and_a_new_spec_recovers() {
             o.status
                 .as_ref()
                 .and_then(|s| s.condition("Ready"))
-                .is_some_and(|c| c.reason == "InvalidUserInput")
+                .is_some_and(|c| c.reason == reason::INVALID_USER_INPUT)
         })
         .await
         .expect("the version is refused");
@@ -148,4 +153,87 @@ async fn a_timeout_names_the_access_the_platform_has_not_granted() {
 
 fn common_namespace() -> &'static str {
     service_provider::testing::DEFAULT_TENANT_NAMESPACE
+}
+
+/// An end user's own kind in their cluster, which no provider installs.
+#[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "widgets.example.io",
+    version = "v1",
+    kind = "Widget",
+    namespaced
+)]
+struct WidgetSpec {
+    size: u32,
+}
+
+/// Velero's `Backup`, as an end user would create one (the fields the example's CRD keeps).
+#[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[kube(group = "velero.io", version = "v1", kind = "Backup", namespaced)]
+struct BackupSpec {
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        rename = "includedNamespaces"
+    )]
+    included_namespaces: Vec<String>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kit_writes_pull_secrets_crds_and_the_end_users_objects() -> Result<(), TestError> {
+    let mut config = common::velero_config();
+    config["imagePullSecrets"] = json!([{ "name": "regcred" }]);
+    let platform = TestPlatform::<Velero>::builder()
+        .provider_config(config)
+        .modes([service_provider::Mode::Standard])
+        .start()
+        .await?;
+    // The credential the ProviderConfig names, in one line; the provider copies it to its worker.
+    let source = platform
+        .pull_secret("regcred", "registry.test", "robot", "s3cret")
+        .await?;
+    let tenant = platform
+        .create_tenant("tenant-w", json!({ "version": "1.15.0" }))
+        .await?;
+    let ready = tenant.wait_ready().await?;
+    assert_eq!(ready_reason(&ready), Some(reason::RECONCILE_SUCCESS));
+    let worker_ns = ready.status.unwrap().extra.worker_namespace.unwrap();
+    let copy: Secret = tenant
+        .workload()
+        .await?
+        .get(&format!("{worker_ns}/{}-regcred", platform.provider_name()))
+        .await?;
+    assert_eq!(copy.data, source.data);
+
+    // The end user's own kind and object, created and applied through the kit, outlive the
+    // provider's uninstall: it removes only what it installed.
+    let mcp = tenant.mcp();
+    mcp.install_crd::<Widget>().await?;
+    let mut widget = Widget::new("w", WidgetSpec { size: 1 });
+    widget.metadata.namespace = Some("default".into());
+    mcp.create(&widget).await?;
+    widget.spec.size = 2;
+    assert_eq!(mcp.apply(&widget).await?.spec.size, 2);
+    assert_eq!(mcp.list::<Widget>(Some("default")).await?.len(), 1);
+
+    // An end user's Backup blocks the uninstall until it is deleted.
+    let mut backup = Backup::new("nightly", BackupSpec::default());
+    backup.metadata.namespace = Some("default".into());
+    mcp.create(&backup).await?;
+    tenant.delete().await?;
+    tenant
+        .wait_until("to be blocked by the Backup", |o| {
+            o.status
+                .as_ref()
+                .and_then(|s| s.condition(reason::DELETION_BLOCKED))
+                .is_some_and(|c| c.status == "True")
+        })
+        .await?;
+    mcp.delete::<Backup>("default/nightly").await?;
+    tenant.wait_gone().await?;
+    mcp.wait_gone::<CustomResourceDefinition>("backups.velero.io")
+        .await?;
+    assert_eq!(mcp.get::<Widget>("default/w").await?.spec.size, 2);
+    platform.stop().await;
+    Ok(())
 }
