@@ -76,9 +76,6 @@ pub use service_provider_runtime::{
 };
 
 /// The generated manifests ([`manifests()`]), as `<provider> manifests` writes them.
-pub use service_provider_runtime::cli::manifests;
-// The function beside the module of the same name (`service_provider::manifests::<P>()`), which
-// the runtime's reorganization left behind in the runtime's root.
 pub use service_provider_runtime::manifests;
 /// The openMCP API types (`ControlPlane`, `ClusterRequest`, `AccessRequest`, `ServiceProvider`, …).
 pub use service_provider_runtime::openmcp;

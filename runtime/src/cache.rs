@@ -502,6 +502,20 @@ pub(crate) fn compact_meta<K: Resource>(object: &mut K) {
     }
 }
 
+/// Whether a change is worth a reconcile: anything but a change of `.status` alone.
+pub(crate) fn needs_reconcile<K: Resource>(change: &Change<'_, K>) -> bool {
+    let (Some(old), Some(new)) = (change.old, change.new) else {
+        return true;
+    };
+    let (old, new) = (old.meta(), new.meta());
+    old.generation != new.generation
+        || old.labels != new.labels
+        || old.annotations != new.annotations
+        || old.finalizers != new.finalizers
+        || old.deletion_timestamp != new.deletion_timestamp
+        || old.uid != new.uid
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -695,5 +709,39 @@ mod tests {
         assert_eq!(cache.keys(), ["b"]);
         assert!(cache.invalid_keys().is_empty());
         assert!(cache.is_synced());
+    }
+
+    fn versioned(generation: i64, status_only: &str) -> Arc<ConfigMap> {
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                name: Some("a".into()),
+                namespace: Some("ns".into()),
+                generation: Some(generation),
+                resource_version: Some(status_only.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn status_only_changes_do_not_trigger() {
+        let (a, b, c) = (versioned(1, "1"), versioned(1, "2"), versioned(2, "3"));
+        assert!(!needs_reconcile(&Change {
+            old: Some(&a),
+            new: Some(&b)
+        }));
+        assert!(needs_reconcile(&Change {
+            old: Some(&b),
+            new: Some(&c)
+        }));
+        assert!(needs_reconcile(&Change {
+            old: None,
+            new: Some(&a)
+        }));
+        assert!(needs_reconcile(&Change {
+            old: Some(&a),
+            new: None
+        }));
     }
 }

@@ -4,64 +4,11 @@
 use std::sync::Arc;
 
 use crate::events::ObjectEvents;
+use crate::provider::ServiceProvider;
 use crate::provider_config::ProviderConfigResource;
-use crate::reconcile::{ServiceProvider, WorkloadCluster};
-use crate::resources::apply::{ApplySet, Location, ResourceSink};
-use crate::tenant::{ClusterAccess, Identity, Mode};
-
-/// Type-level form of [`WorkloadCluster`]: decides what `Context::workload` returns.
-pub trait WorkloadAccess: Send + Sync + 'static {
-    /// The value form.
-    const MODE: WorkloadCluster;
-    /// What `Context::workload` returns.
-    type Access<'a>;
-    /// Picks the access from what the runtime ordered.
-    #[doc(hidden)]
-    fn select(access: Option<&ClusterAccess>) -> Self::Access<'_>;
-}
-
-/// Marker types for [`WorkloadAccess`], named in `#[service_provider]` output.
-pub mod workload {
-    use super::{ClusterAccess, WorkloadAccess, WorkloadCluster};
-
-    /// `workload_cluster = none` (the default).
-    pub struct NotDeclared;
-    /// `workload_cluster = optional`.
-    pub struct Optional;
-    /// `workload_cluster = required`.
-    pub struct Required;
-
-    /// Implemented for the workload-cluster modes in which `Context::workload` exists.
-    #[diagnostic::on_unimplemented(
-        message = "this provider declares no workload cluster, so its Context has none",
-        note = "add `workload_cluster = required` (or `optional`) to `#[service_provider(...)]`"
-    )]
-    pub trait Declared: WorkloadAccess {}
-
-    impl WorkloadAccess for NotDeclared {
-        const MODE: WorkloadCluster = WorkloadCluster::None;
-        type Access<'a> = ();
-        fn select(_: Option<&ClusterAccess>) {}
-    }
-
-    impl WorkloadAccess for Optional {
-        const MODE: WorkloadCluster = WorkloadCluster::Optional;
-        type Access<'a> = Option<&'a ClusterAccess>;
-        fn select(access: Option<&ClusterAccess>) -> Option<&ClusterAccess> {
-            access
-        }
-    }
-    impl Declared for Optional {}
-
-    impl WorkloadAccess for Required {
-        const MODE: WorkloadCluster = WorkloadCluster::Required;
-        type Access<'a> = &'a ClusterAccess;
-        fn select(access: Option<&ClusterAccess>) -> &ClusterAccess {
-            access.expect("the runtime builds a Context for a provider that requires a workload cluster only once that cluster's access is granted")
-        }
-    }
-    impl Declared for Required {}
-}
+use crate::status::resources::{Location, ResourceSink};
+use crate::tenant::WorkloadCluster;
+use crate::tenant::{ClusterAccess, Identity, Mode, WorkloadAccess, workload};
 
 /// Why a [`Context`] could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -214,47 +161,8 @@ impl<P: ServiceProvider> Context<P> {
         }
     }
 
-    /// A set of objects to apply into `cluster` as a whole: objects an earlier apply of the set
-    /// `name` installed and this one omits are deleted. The inventory is the ConfigMap `name` in
-    /// the namespace `default` of that cluster (see [`ApplySet::inventory_namespace`]); make
-    /// `name` unique per tenant when several tenants share the cluster. Its members are reported
-    /// in `status.resources`.
-    pub fn apply_set(&self, cluster: &ClusterAccess, name: impl Into<String>) -> ApplySet {
-        ApplySet::new(
-            cluster.client().clone(),
-            name,
-            "default",
-            self.field_manager.to_string(),
-        )
-        .located(self.location_of(cluster))
-        .report_to(self.resources.clone())
-    }
-
-    /// The tenant's resource set `name` across its clusters: the tenant's control plane (the
-    /// default for [`ApplySet::add`]) and, when the provider has one, the workload cluster
-    /// ([`ApplySet::add_to`] with [`Location::WorkloadCluster`]). Objects are applied in
-    /// dependency order once what they depend on is ready, pruned when they leave the set, and
-    /// deleted in reverse order by [`ApplySet::delete`]; the runtime writes every member into
-    /// `status.resources` and keeps the object `Progressing` until all are ready.
-    ///
-    /// The inventories are the ConfigMap `<name>-<tenant id>` in the namespace `default` of each
-    /// cluster, so tenants sharing a workload cluster never share a set.
-    pub fn resource_set(&self, name: &str) -> ApplySet {
-        let name = format!("{name}-{}", self.identity.stable_id());
-        let mut set = ApplySet::new(
-            self.mcp.client().clone(),
-            name,
-            "default",
-            self.field_manager.to_string(),
-        )
-        .report_to(self.resources.clone());
-        if let Some(workload) = &self.workload {
-            set = set.with_cluster(
-                Location::WorkloadCluster,
-                workload.client().clone(),
-                "default",
-            );
-        }
-        set
+    /// The workload cluster, when the provider has one for this tenant.
+    pub(crate) fn workload_access(&self) -> Option<&ClusterAccess> {
+        self.workload.as_ref()
     }
 }

@@ -10,6 +10,7 @@ pub mod context;
 pub mod error;
 pub mod fields;
 pub(crate) mod outcome;
+pub(crate) mod provider;
 pub(crate) mod reconcile;
 
 // The reconcile core, shared by both modes.
@@ -21,7 +22,6 @@ pub(crate) mod events;
 pub(crate) mod platform;
 pub mod provider_config;
 pub mod queue;
-pub(crate) mod rbac;
 pub(crate) mod status;
 pub mod tenant;
 
@@ -31,8 +31,12 @@ pub mod modes;
 // Managed resources: applied sets, Helm through Flux, pull secrets.
 pub mod resources;
 
-// The openMCP platform API.
+// The platform APIs: openMCP's and kcp's types.
+pub mod kcp_api;
 pub mod openmcp;
+
+// What a provider generates from its declaration: CRDs, kcp schema and export, RBAC, deployment.
+pub mod manifests;
 
 // The provider binary: its command line, `init`, `run`, `manifests` and `dev`.
 pub mod cli;
@@ -44,22 +48,22 @@ pub mod ops;
 #[cfg(feature = "dev")]
 pub mod dev;
 
-pub use cli::manifests::{Manifest, manifests};
 pub use cli::{App, run, run_with_args};
 pub use context::Context;
 pub use duration::Duration;
 pub use error::Error;
 pub use events::ObjectEvents;
 pub use fields::JsonFields;
+pub use manifests::{Manifest, manifests};
 pub use outcome::{Deletion, Outcome};
+pub use provider::{ProviderInfo, ServiceProvider};
 pub use provider_config::{
     NoConfig, ProviderConfigCommon, ProviderConfigFields, ProviderConfigResource,
     ProviderConfigStatus, VersionSpec,
 };
-pub use reconcile::{ProviderInfo, Reconcile, ServiceProvider, WorkloadCluster};
-pub use resources::apply::{
-    ApplySet, DeletionPolicy, Location, ManagedResource, MemberRef, Readiness, ResourcePhase,
-};
+pub use reconcile::Reconcile;
+pub use resources::apply::{ApplySet, DeletionPolicy, MemberRef, Readiness};
 pub use resources::helm::{HelmChart, HelmInstall};
+pub use status::resources::{Location, ManagedResource, ResourcePhase};
 pub use status::{ExtraStatus, NoStatus, Phase, ServiceStatus};
-pub use tenant::{ClusterAccess, Identity, Mode};
+pub use tenant::{ClusterAccess, Identity, Mode, WorkloadCluster};

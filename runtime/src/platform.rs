@@ -33,9 +33,9 @@ use crate::openmcp::constants::{
 };
 use crate::openmcp::naming::label_value;
 use crate::openmcp::{AccessRequest, ClusterRequest};
+use crate::provider::ServiceProvider;
 use crate::provider_config::ProviderConfigStatus;
 use crate::queue::Triggers;
-use crate::reconcile::ServiceProvider;
 use crate::status::write::{patch_status, set_condition};
 
 /// Where the ProviderConfig stands.
@@ -80,7 +80,7 @@ pub struct Platform<P: ServiceProvider> {
     pod_namespace: String,
     pod_name: Option<String>,
     config: RwLock<ConfigSlot<P::ProviderConfig>>,
-    access: AccessManager,
+    access: Arc<AccessManager>,
     triggers: Triggers,
     factory: ClientFactory,
     config_synced: Cache<String, DynamicObject>,
@@ -108,13 +108,13 @@ impl<P: ServiceProvider> Platform<P> {
         triggers: Triggers,
         factory: ClientFactory,
     ) -> Arc<Self> {
-        let access = AccessManager::new(
+        let access = Arc::new(AccessManager::new(
             client.clone(),
             provider_name,
             Cache::new(),
             Cache::new(),
             KubeconfigStore::new(client.clone(), factory.clone()),
-        );
+        ));
         Arc::new(Platform {
             client,
             provider_name: provider_name.to_owned(),
@@ -154,7 +154,7 @@ impl<P: ServiceProvider> Platform<P> {
     }
 
     /// Access requests of this provider.
-    pub fn access(&self) -> &AccessManager {
+    pub fn access(&self) -> &Arc<AccessManager> {
         &self.access
     }
 

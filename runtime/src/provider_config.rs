@@ -69,7 +69,7 @@ pub struct ProviderConfigStatus {
     pub observed_generation: Option<i64>,
     /// Conditions, keyed by `type`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::status::conditions_schema")]
+    #[schemars(schema_with = "crate::openmcp::common::conditions_schema")]
     pub conditions: Vec<Condition>,
 }
 

@@ -169,3 +169,69 @@ impl fmt::Debug for ClusterAccess {
             .finish()
     }
 }
+
+/// Whether a provider needs a workload cluster besides the tenant's control plane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WorkloadCluster {
+    /// The provider works in the tenant cluster only.
+    None,
+    /// The platform operator decides: a workload cluster is ordered when the ProviderConfig has a
+    /// `workloadCluster` block.
+    Optional,
+    /// Every tenant gets a workload cluster (the workerless pattern).
+    Required,
+}
+
+/// Type-level form of [`WorkloadCluster`]: decides what `Context::workload` returns.
+pub trait WorkloadAccess: Send + Sync + 'static {
+    /// The value form.
+    const MODE: WorkloadCluster;
+    /// What `Context::workload` returns.
+    type Access<'a>;
+    /// Picks the access from what the runtime ordered.
+    #[doc(hidden)]
+    fn select(access: Option<&ClusterAccess>) -> Self::Access<'_>;
+}
+
+/// Marker types for [`WorkloadAccess`], named in `#[service_provider]` output.
+pub mod workload {
+    use super::{ClusterAccess, WorkloadAccess, WorkloadCluster};
+
+    /// `workload_cluster = none` (the default).
+    pub struct NotDeclared;
+    /// `workload_cluster = optional`.
+    pub struct Optional;
+    /// `workload_cluster = required`.
+    pub struct Required;
+
+    /// Implemented for the workload-cluster modes in which `Context::workload` exists.
+    #[diagnostic::on_unimplemented(
+        message = "this provider declares no workload cluster, so its Context has none",
+        note = "add `workload_cluster = required` (or `optional`) to `#[service_provider(...)]`"
+    )]
+    pub trait Declared: WorkloadAccess {}
+
+    impl WorkloadAccess for NotDeclared {
+        const MODE: WorkloadCluster = WorkloadCluster::None;
+        type Access<'a> = ();
+        fn select(_: Option<&ClusterAccess>) {}
+    }
+
+    impl WorkloadAccess for Optional {
+        const MODE: WorkloadCluster = WorkloadCluster::Optional;
+        type Access<'a> = Option<&'a ClusterAccess>;
+        fn select(access: Option<&ClusterAccess>) -> Option<&ClusterAccess> {
+            access
+        }
+    }
+    impl Declared for Optional {}
+
+    impl WorkloadAccess for Required {
+        const MODE: WorkloadCluster = WorkloadCluster::Required;
+        type Access<'a> = &'a ClusterAccess;
+        fn select(access: Option<&ClusterAccess>) -> &ClusterAccess {
+            access.expect("the runtime builds a Context for a provider that requires a workload cluster only once that cluster's access is granted")
+        }
+    }
+    impl Declared for Required {}
+}

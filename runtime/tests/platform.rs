@@ -70,7 +70,7 @@ mod foo {
         type ExtraStatus = service_provider_runtime::NoStatus;
         type Config = NoConfig;
         type ProviderConfig = FooProviderConfig;
-        type WorkloadCluster = service_provider_runtime::context::workload::NotDeclared;
+        type WorkloadCluster = service_provider_runtime::tenant::workload::NotDeclared;
         const INFO: ProviderInfo = ProviderInfo {
             group: "foo.services.open-control-plane.io",
             version: "v1alpha1",
@@ -1202,7 +1202,7 @@ async fn a_provider_can_be_left_for_its_own_init() -> TestResult {
 
     // What init does on the platform, the provider's own identity may do.
     let provider = client_from(env.provider().ok_or("no provider")?.platform_kubeconfig()).await?;
-    let crd = service_provider_runtime::cli::manifests::provider_config_crd::<foo::Foo>();
+    let crd = service_provider_runtime::manifests::provider_config_crd::<foo::Foo>();
     // `init` creates a missing CRD and replaces the spec of an existing one, as Go's
     // CRDManager does.
     let created = Api::<CustomResourceDefinition>::all(provider.clone())

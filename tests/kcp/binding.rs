@@ -12,7 +12,7 @@ use service_provider::kube::api::{DeleteParams, ListParams, ObjectMeta};
 use service_provider::openmcp::AccessRequest;
 use service_provider::prelude::*;
 use service_provider_apiserver::kcp::KcpOptions;
-use service_provider_runtime::modes::kcp::v1alpha2::APIBinding;
+use service_provider_runtime::kcp_api::v1alpha2::APIBinding;
 use tokio::sync::Semaphore;
 
 use crate::common;

@@ -7,7 +7,7 @@ use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use service_provider::manifests::api_resource_schema;
 use service_provider_apiserver::kcp::KcpOptions;
-use service_provider_runtime::modes::kcp::{APIResourceSchema, v1alpha2};
+use service_provider_runtime::kcp_api::{APIResourceSchema, v1alpha2};
 
 use crate::common;
 use service_provider::testing::eventually;

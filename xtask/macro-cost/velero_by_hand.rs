@@ -129,7 +129,7 @@ impl ServiceProvider for Velero {
     type ExtraStatus = VeleroStatus;
     type Config = VeleroConfig;
     type ProviderConfig = VeleroProviderConfig;
-    type WorkloadCluster = service_provider_runtime::context::workload::Required;
+    type WorkloadCluster = service_provider_runtime::tenant::workload::Required;
     const INFO: ProviderInfo = ProviderInfo {
         group: "velero.services.open-control-plane.io",
         version: "v1alpha1",

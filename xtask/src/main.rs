@@ -1,12 +1,14 @@
 //! Repository tasks: `cargo xtask crds` (generate and check the examples' manifests),
 //! `cargo xtask builtins` (the embedded API server's built-in types, from k8s-openapi),
 //! `cargo xtask macro-cost` (what `#[service_provider]` costs at compile time), `cargo xtask
-//! protobuf` (the embedded API server's protobuf descriptors) and `cargo xtask realstack` (the
-//! real kube-apiserver and etcd, built from Go modules for tests).
+//! modules` (the runtime's import graph, without circles), `cargo xtask protobuf` (the embedded API
+//! server's protobuf descriptors) and `cargo xtask realstack` (the real kube-apiserver and etcd,
+//! built from Go modules for tests).
 
 mod builtins;
 mod crds;
 mod macro_cost;
+mod modules;
 mod protobuf;
 mod realstack;
 
@@ -47,6 +49,12 @@ enum Command {
         #[arg(long, default_value_t = 2000)]
         expansions: usize,
     },
+    /// Print the runtime's module graph and its import circles (edges between sibling modules).
+    Modules {
+        /// Fail when there is an import circle.
+        #[arg(long)]
+        check: bool,
+    },
     /// Compile Kubernetes' generated.proto files into the embedded API server's descriptor set.
     Protobuf {
         /// The directory holding `api/`, `apimachinery/`, … with their `generated.proto` files.
@@ -65,6 +73,7 @@ fn main() -> ExitCode {
         Command::Crds { check } => crds::run(&root, check),
         Command::Builtins { check } => builtins::run(&root, check),
         Command::MacroCost { runs, expansions } => macro_cost::run(&root, runs, expansions),
+        Command::Modules { check } => modules::run(&root, "runtime", check),
         Command::Protobuf { protos } => protobuf::run(&root, &protos),
         Command::Realstack => realstack::run(&root),
     };

@@ -276,7 +276,9 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
         let name = format_ident!("{name}");
         let body = match access {
             None | Some(Access::LeastPrivilege) => return TokenStream::new(),
-            Some(Access::ClusterAdmin) => quote!(#p::runtime::access::cluster_admin()),
+            Some(Access::ClusterAdmin) => {
+                quote!(#p::runtime::openmcp::TokenConfig::cluster_admin())
+            }
             Some(Access::Function(path)) => quote_spanned!(path.span()=> #path()),
         };
         quote! {
@@ -305,7 +307,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
             type ExtraStatus = #status_tokens;
             type Config = #config_tokens;
             type ProviderConfig = #pc_root;
-            type WorkloadCluster = #p::runtime::context::workload::#workload;
+            type WorkloadCluster = #p::runtime::tenant::workload::#workload;
             const INFO: #p::runtime::ProviderInfo = #p::runtime::ProviderInfo {
                 group: #group,
                 version: #version,

@@ -50,7 +50,7 @@ pub(crate) enum Workload {
 
 /// `mcp_access = …` / `workload_access = …`: what the runtime's AccessRequests ask for.
 pub(crate) enum Access {
-    /// `least_privilege` (the default): `service_provider::access::least_privilege()`.
+    /// `least_privilege` (the default): `TokenConfig::least_privilege()`.
     LeastPrivilege,
     /// `cluster_admin`: a binding of the cluster's `cluster-admin`.
     ClusterAdmin,

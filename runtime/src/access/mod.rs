@@ -44,10 +44,9 @@ use crate::openmcp::naming::{
 };
 use crate::openmcp::{
     AccessRequest, AccessRequestSpec, ClusterRequest, ClusterRequestSpec, ObjectReference,
-    PermissionsRequest, RoleRef, TokenConfig,
+    TokenConfig,
 };
 use crate::tenant::{ClusterAccess, Identity};
-use k8s_openapi::api::rbac::v1::PolicyRule;
 
 pub use kubeconfigs::KubeconfigStore;
 
@@ -77,36 +76,6 @@ pub struct Registration {
     pub cluster: RequestedCluster,
     /// The permissions asked for in the AccessRequest.
     pub token: TokenConfig,
-}
-
-/// The default grant in a tenant's MCP and workload cluster: one ClusterRole with every verb on
-/// every resource of every API group, and nothing else — no non-resource URLs and no binding of
-/// the cluster's own `cluster-admin` (which the Go template adds on top of the same rules, and
-/// which grows with whatever the cluster aggregates into it). A provider installs software the
-/// runtime cannot foresee (CRDs, RBAC, workloads), so fewer resource rules cannot be derived
-/// for it; an author who knows narrower ones declares them (`mcp_access = path::to::fn`).
-pub fn least_privilege() -> TokenConfig {
-    TokenConfig {
-        permissions: vec![PermissionsRequest {
-            rules: vec![PolicyRule {
-                api_groups: Some(vec!["*".to_owned()]),
-                resources: Some(vec!["*".to_owned()]),
-                verbs: vec!["*".to_owned()],
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        role_refs: Vec::new(),
-    }
-}
-
-/// A binding of the cluster's `cluster-admin` ClusterRole only (`mcp_access = cluster_admin`):
-/// everything, including non-resource URLs.
-pub fn cluster_admin() -> TokenConfig {
-    TokenConfig {
-        permissions: Vec::new(),
-        role_refs: vec![RoleRef::cluster_role("cluster-admin")],
-    }
 }
 
 /// Whether two token configs grant the same: the same permission requests and role references,
@@ -815,8 +784,12 @@ mod tests {
             namespace: "project-a--ws-b".into(),
             name: "my-mcp".into(),
         };
-        let mcp =
-            RequestNames::new("velero", &Registration::mcp(least_privilege()), &tenant).unwrap();
+        let mcp = RequestNames::new(
+            "velero",
+            &Registration::mcp(TokenConfig::least_privilege()),
+            &tenant,
+        )
+        .unwrap();
         assert_eq!(mcp.request, "velero--my-mcp--mcp");
         assert!(mcp.namespace.starts_with("mcp--"));
         assert_eq!(mcp.cluster_request.name, "my-mcp");
@@ -827,7 +800,7 @@ mod tests {
         );
         let wl = RequestNames::new(
             "velero",
-            &Registration::workload(None, least_privilege()),
+            &Registration::workload(None, TokenConfig::least_privilege()),
             &tenant,
         )
         .unwrap();
@@ -888,13 +861,18 @@ mod tests {
         assert!(grants_same(&go, &ours));
         // A role reference on top is a wider grant, not the same one.
         let mut wider = ours.clone();
-        wider.role_refs.push(RoleRef::cluster_role("cluster-admin"));
+        wider
+            .role_refs
+            .push(crate::openmcp::RoleRef::cluster_role("cluster-admin"));
         assert!(!grants_same(&go, &wider));
         // One verb fewer is a narrower one.
         let mut narrower = ours;
         narrower.permissions[0].rules[1].verbs = vec!["get".into()];
         assert!(!grants_same(&go, &narrower));
-        assert!(!grants_same(&least_privilege(), &cluster_admin()));
+        assert!(!grants_same(
+            &TokenConfig::least_privilege(),
+            &TokenConfig::cluster_admin()
+        ));
     }
 
     #[test]

@@ -20,13 +20,14 @@ use kube::{Api, CustomResourceExt};
 use serde_json::{Value, json};
 
 use crate::access::clients::ClientFactory;
-use crate::cli::manifests::spec_sample;
 use crate::cli::run::{RunOptions, Runtime};
 use crate::dev::TestEnv;
 use crate::dev::kcp::workspace_kubeconfig_stem;
+use crate::manifests::spec_sample;
 use crate::modes::kcp::KcpSettings;
 use crate::ops::shutdown_signal;
-use crate::reconcile::{Reconcile, ServiceProvider};
+use crate::provider::ServiceProvider;
+use crate::reconcile::Reconcile;
 use crate::status::ServiceStatus;
 
 /// The namespace of the sample ControlPlane (openMCP's `project-<p>--ws-<w>` convention).

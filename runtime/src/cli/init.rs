@@ -23,12 +23,12 @@ use kube::{Api, ResourceExt};
 use crate::access::clients::ClientFactory;
 use crate::access::onboarding::{OnboardingError, onboarding_access};
 use crate::access::watch_error;
-use crate::cli::manifests::{CLUSTER_LABEL, provider_config_crd, service_crd};
 use crate::error::Error;
+use crate::manifests::rbac;
+use crate::manifests::{CLUSTER_LABEL, provider_config_crd, service_crd};
 use crate::openmcp::constants::ONBOARDING_INIT_LOCAL_NAME;
 use crate::openmcp::{GroupVersionKind, ServiceProvider as ServiceProviderObject};
-use crate::rbac;
-use crate::reconcile::ServiceProvider;
+use crate::provider::ServiceProvider;
 use crate::tenant::ClusterAccess;
 
 /// What the author's pre-flight hook gets.

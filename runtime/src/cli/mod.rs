@@ -36,7 +36,6 @@
 #[cfg(feature = "dev")]
 pub mod dev;
 pub mod init;
-pub mod manifests;
 pub mod run;
 
 use std::ffi::OsString;
@@ -55,6 +54,7 @@ use crate::access::clients::ClientFactory;
 use crate::cli::init::{InitContext, InitHook, InitOptions};
 use crate::cli::run::{RunOptions, Runtime};
 use crate::error::Error;
+use crate::manifests;
 use crate::openmcp::constants::{ENV_POD_NAME, ENV_POD_NAMESPACE};
 use crate::ops::logging::LogFormat;
 use crate::ops::logging::Verbosity;

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::access::clients::ClientFactory;
 use crate::access::onboarding::{OnboardingError, onboarding_access};
 use crate::controller::{Controller, Options, Source};
+use crate::manifests::rbac;
 use crate::modes::kcp::provider_workspace::ConnectionError;
 use crate::modes::kcp::provision::{ProvisionError, provision};
 use crate::modes::kcp::{KcpSettings, KcpSource, ProviderWorkspace};
@@ -24,7 +25,6 @@ use crate::openmcp::constants::ONBOARDING_RUN_LOCAL_NAME;
 use crate::ops::leader::{LeaderElection, LeaderOptions, lease_name};
 use crate::ops::{Metrics, MetricsCert, Readiness, serve_health, serve_metrics};
 use crate::platform::Platform;
-use crate::rbac;
 use crate::reconcile::Reconcile;
 use crate::tenant::Mode;
 

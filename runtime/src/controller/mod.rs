@@ -1,6 +1,8 @@
 //! The reconcile core shared by every mode: a pool of workers that run the reconcile algorithm on
 //! the mode's work queue ([`crate::queue`]) while this replica leads the mode.
 
+pub(crate) mod finalizer;
+pub(crate) mod plan;
 pub mod reconciler;
 pub mod source;
 

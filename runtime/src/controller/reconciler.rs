@@ -28,23 +28,20 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::access::{AccessState, Registration};
-use crate::context::{Context, WorkloadAccess};
-use crate::controller::source::Source;
+use crate::context::Context;
+use crate::controller::finalizer;
+use crate::controller::plan::{self, CleanupAccess, Path, Timing};
+use crate::controller::source::{AccessRoute, PlatformAccess, Resolved, Source, Tenant, Writer};
 use crate::error::Error;
+use crate::events::EventRecorder;
 use crate::openmcp::constants::{OPERATION_ANNOTATION, OPERATION_IGNORE, OPERATION_RECONCILE};
 use crate::ops::metrics::{ControllerMetrics, ControllerResult, Metrics, ReconcileResult};
-use crate::outcome::{DEFAULT_WAIT, State};
 use crate::platform::{ConfigState, Platform};
 use crate::provider_config::ProviderConfigResource;
 use crate::queue::Requeue;
-use crate::reconcile::{Reconcile, WorkloadCluster};
-use crate::resources::apply::ResourcePhase;
-use crate::status::write::{
-    self as status, REASON_CLEANUP, REASON_DENIED, REASON_ERROR, REASON_INVALID,
-    REASON_INVALID_OBJECT, REASON_PANICKED, REASON_TERMINATING, REASON_TIMED_OUT, REASON_WAITING,
-    Report,
-};
-use crate::tenant::{ClusterAccess, Identity};
+use crate::reconcile::Reconcile;
+use crate::status::write::{self as status, REASON_INVALID_OBJECT, Report};
+use crate::tenant::{ClusterAccess, Identity, WorkloadAccess, WorkloadCluster};
 
 mod invalid;
 
@@ -87,10 +84,6 @@ enum AuthorCall<T> {
     /// It ran past the timeout and was cancelled.
     TimedOut(Duration),
 }
-
-/// Re-check interval while a managed object is pending: nothing watches the objects themselves,
-/// and a HelmRelease or a rollout is usually ready within seconds.
-const RESOURCE_RECHECK: Duration = Duration::from_secs(2);
 
 /// What a reconcile achieved, for the queue and the metrics.
 struct Step {
@@ -188,23 +181,28 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
     }
 
     async fn reconcile_inner(&self, id: &Identity) -> Step {
-        let Some(mut object) = self.source.get(id) else {
-            if let Some(invalid) = self.source.invalid(id) {
-                self.report_invalid(id, &invalid).await;
+        let mut tenant = match self.source.resolve(id) {
+            Resolved::Found(tenant) => tenant,
+            Resolved::Invalid(invalid) => {
+                self.report_invalid(id, &invalid.object, invalid.writer.as_ref())
+                    .await;
                 return self.release_invalid(id, &invalid).await;
             }
-            self.reported_invalid
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(id);
-            self.forget(id);
-            return Step::new(ReconcileResult::skipped, Requeue::Never);
+            Resolved::Gone => {
+                self.reported_invalid
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(id);
+                self.forget(id);
+                return Step::new(ReconcileResult::skipped, Requeue::Never);
+            }
         };
         // A detached object is only ever cleaned up: no annotation keeps its access alive.
-        let operation = if self.source.detached(id) {
+        let operation = if tenant.detached() {
             None
         } else {
-            object
+            tenant
+                .object
                 .annotations()
                 .get(OPERATION_ANNOTATION)
                 .map(String::as_str)
@@ -214,47 +212,38 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                 tracing::debug!(object = %id, "skipping: {OPERATION_ANNOTATION}={OPERATION_IGNORE}");
                 return Step::new(ReconcileResult::skipped, Requeue::Never);
             }
-            Some(OPERATION_RECONCILE) => match self.remove_operation(id, &object).await {
-                Ok(updated) => object = updated,
-                Err(err) => {
-                    return self
-                        .fail(
-                            id,
-                            &object,
-                            &err.context("removing the operation annotation"),
-                            false,
-                        )
-                        .await;
+            Some(OPERATION_RECONCILE) => {
+                tracing::info!(object = %id, "reconcile requested by {OPERATION_ANNOTATION}={OPERATION_RECONCILE}");
+                let patch = serde_json::json!({ "metadata": { "annotations": { OPERATION_ANNOTATION: null } } });
+                match self.patch_object(id, &tenant, patch).await {
+                    Ok(updated) => tenant.object = updated,
+                    Err(err) => {
+                        let err = Error::from(err).context("removing the operation annotation");
+                        let decision = plan::failed(&err, Path::Create, self.timing(None));
+                        return self.finish(id, &tenant, decision).await;
+                    }
                 }
-            },
+            }
             _ => {}
         }
+        let deleting = tenant.object.meta().deletion_timestamp.is_some();
+        let path = if deleting { Path::Delete } else { Path::Create };
         let config = match self.platform.config() {
             ConfigState::Ready(config) => config,
+            // The ProviderConfig watch brings every object back when it changes.
             state => {
-                // Go: `StatusProgressing(obj, ReconcileError, "No ProviderConfig found")`, no
-                // requeue; the ProviderConfig watch brings every object back when it appears.
-                let message = match state {
-                    ConfigState::Deleting => format!(
-                        "ProviderConfig {} is marked for deletion",
-                        self.platform.provider_name()
-                    ),
-                    ConfigState::Invalid(message) => message,
-                    _ => "No ProviderConfig found".to_owned(),
-                };
-                let phase = if object.meta().deletion_timestamp.is_some() {
-                    Report::terminating(REASON_ERROR, message)
-                } else {
-                    Report::progressing(REASON_ERROR, message)
-                };
-                self.write_status(id, &object, phase, false).await;
-                return Step::new(ReconcileResult::skipped, Requeue::Never);
+                let decision = plan::config_unusable(state, self.platform.provider_name(), path);
+                return self.finish(id, &tenant, decision).await;
             }
         };
-        if object.meta().deletion_timestamp.is_some() {
-            self.delete_path(id, object, config).await
-        } else {
-            self.create_path(id, object, config).await
+        let timing = self.timing(Some(&config));
+        match finalizer::event(tenant.object.meta(), &P::INFO.finalizer()) {
+            finalizer::Event::Apply { add } => {
+                self.create_path(id, tenant, config, add, timing).await
+            }
+            finalizer::Event::Cleanup => self.delete_path(id, tenant, config, timing).await,
+            // Not ours (or already released): nothing to clean up.
+            finalizer::Event::Done => Step::new(ReconcileResult::skipped, Requeue::Never),
         }
     }
 
@@ -267,6 +256,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         &self,
         id: &Identity,
         invalid: &kube::core::error_boundary::InvalidObject,
+        writer: Option<&Writer<P>>,
     ) {
         let meta = &invalid.metadata;
         let reported = (meta.generation, invalid.error.clone());
@@ -288,9 +278,9 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             P::INFO.kind
         );
         tracing::warn!(object = %id, error = %invalid.error, "not reconciling an object that cannot be decoded");
-        if self.source.detached(id) {
+        let Some(writer) = writer else {
             return;
-        }
+        };
         let deleting = meta.deletion_timestamp.is_some();
         let mut conditions = Vec::new();
         status::set_condition(
@@ -314,7 +304,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         } });
         let resource = kube::api::ApiResource::erase::<P>(&());
         let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
-            kube::Client::from(self.source.api(id)),
+            kube::Client::from(writer.api.clone()),
             &id.namespace,
             &resource,
         );
@@ -334,18 +324,30 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             resource_version: meta.resource_version.clone(),
             ..Default::default()
         };
-        self.source
-            .events(id)
+        writer
+            .events
             .for_object(reference)
             .warning(REASON_INVALID_OBJECT, message)
             .await;
     }
 
-    fn poll_interval(config: &P::ProviderConfig) -> Option<Duration> {
-        let poll: Duration = config.common().poll_interval.into();
-        (!poll.is_zero()).then_some(poll)
+    /// The timings the plan decides with; `config` gives the poll interval once it is known.
+    fn timing(&self, config: Option<&P::ProviderConfig>) -> Timing {
+        let poll = match config {
+            Some(config) => Some(config.common().poll_interval.into()),
+            None => match self.platform.config() {
+                ConfigState::Ready(config) => Some(config.common().poll_interval.into()),
+                _ => None,
+            },
+        };
+        Timing {
+            poll: poll.filter(|poll: &Duration| !poll.is_zero()),
+            access_status_after: self.options.access_status_after,
+            access_recheck: self.options.access_recheck,
+        }
     }
 
+    /// The workload registration the ProviderConfig asks for now, if any.
     fn workload(&self, config: &P::ProviderConfig) -> Option<Registration> {
         let declared = <P::WorkloadCluster as WorkloadAccess>::MODE;
         let wanted = match declared {
@@ -365,433 +367,303 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         })
     }
 
+    /// The route to the workload cluster under `registration`.
+    fn workload_route(&self, id: &Identity, registration: Registration) -> PlatformAccess {
+        PlatformAccess::new(self.platform.access().clone(), registration, id.clone())
+    }
+
+    /// Asks each route for its access in order, stopping at the first that is not granted (a
+    /// refusal goes on on the delete path, where the rest still decides whether to wait).
+    async fn ensure(routes: &[&dyn AccessRoute], path: Path) -> Vec<Result<AccessState, Error>> {
+        let mut states = Vec::with_capacity(routes.len());
+        for route in routes {
+            let state = route.ensure().await;
+            let go_on = match (&state, path) {
+                (Ok(AccessState::Ready(_)), _) => true,
+                (Ok(AccessState::Denied { .. }), Path::Delete) => true,
+                _ => false,
+            };
+            states.push(state);
+            if !go_on {
+                break;
+            }
+        }
+        states
+    }
+
+    /// How long `id` has waited for access, when the last state says it still waits.
+    fn waited(&self, id: &Identity, states: &[Result<AccessState, Error>]) -> Duration {
+        if !matches!(states.last(), Some(Ok(AccessState::Waiting { .. }))) {
+            return Duration::ZERO;
+        }
+        self.waiting_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(id.clone())
+            .or_insert_with(Instant::now)
+            .elapsed()
+    }
+
     async fn create_path(
         &self,
         id: &Identity,
-        mut object: Arc<P>,
+        mut tenant: Tenant<P>,
         config: Arc<P::ProviderConfig>,
+        add_finalizer: bool,
+        timing: Timing,
     ) -> Step {
-        let finalizer = P::INFO.finalizer();
-        if let Err(refusal) = self.source.admit(id, &object) {
+        if let Err(refusal) = &tenant.admission {
             tracing::info!(object = %id, reason = %refusal.reason, message = %refusal.message, "not served");
-            self.write_status(
-                id,
-                &object,
-                Report::progressing(refusal.reason, refusal.message),
-                false,
-            )
-            .await;
-            return Step::new(ReconcileResult::skipped, Requeue::Never);
+            let decision = plan::refused(refusal.reason.clone(), refusal.message.clone());
+            return self.finish(id, &tenant, decision).await;
         }
-        if !object.finalizers().contains(&finalizer) {
-            match self.add_finalizer(id, &object, &finalizer).await {
-                Ok(updated) => object = updated,
+        if add_finalizer {
+            let patch = finalizer::add(tenant.object.meta(), &P::INFO.finalizer());
+            match self.patch_object(id, &tenant, patch).await {
+                Ok(updated) => tenant.object = updated,
                 Err(err) => {
-                    return self
-                        .fail(id, &object, &err.context("failed to add finalizer"), false)
-                        .await;
+                    let err = Error::from(err).context("failed to add finalizer");
+                    let decision = plan::failed(&err, Path::Create, timing);
+                    return self.finish(id, &tenant, decision).await;
                 }
             }
         }
 
-        let mcp = match self.source.tenant_access(id, &object).await {
-            Ok(AccessState::Ready(access)) => access,
-            Ok(AccessState::Waiting { message }) => {
-                return self.wait_for_access(id, &object, &config, message).await;
-            }
-            Ok(AccessState::Denied { message }) => {
-                return self.denied(id, &object, &config, message).await;
-            }
+        let workload = self
+            .workload(&config)
+            .map(|reg| self.workload_route(id, reg));
+        let mut routes: Vec<&dyn AccessRoute> = vec![&*tenant.access];
+        routes.extend(workload.as_ref().map(|w| w as &dyn AccessRoute));
+        let states = Self::ensure(&routes, Path::Create).await;
+        let waited = self.waited(id, &states);
+        let mut granted = match plan::access(states, waited, timing, Path::Create) {
+            Ok(granted) => granted.into_iter(),
+            Err(decision) => return self.finish(id, &tenant, decision).await,
+        };
+        self.stop_waiting(id);
+        let (Some(mcp), workload) = (granted.next(), granted.next()) else {
+            return self
+                .finish(
+                    id,
+                    &tenant,
+                    plan::failed(
+                        &Error::transient_msg("no access to the tenant's cluster"),
+                        Path::Create,
+                        timing,
+                    ),
+                )
+                .await;
+        };
+
+        let cx = match self.context(id, &tenant, &config, mcp, workload) {
+            Ok(cx) => cx,
             Err(err) => {
                 return self
-                    .fail(id, &object, &err.context("cluster setup error"), false)
+                    .finish(id, &tenant, plan::failed(&err, Path::Create, timing))
                     .await;
             }
         };
-        let workload = match self.workload(&config) {
-            None => None,
-            Some(reg) => match self.platform.access().ensure(&reg, id).await {
-                Ok(AccessState::Ready(access)) => Some(access),
-                Ok(AccessState::Waiting { message }) => {
-                    return self.wait_for_access(id, &object, &config, message).await;
-                }
-                Ok(AccessState::Denied { message }) => {
-                    return self.denied(id, &object, &config, message).await;
-                }
-                Err(err) => {
-                    let err = access_error(err);
-                    return self
-                        .fail(id, &object, &err.context("cluster setup error"), false)
-                        .await;
-                }
-            },
-        };
-        self.stop_waiting(id);
-
-        let cx = match self.context(id, &object, &config, mcp, workload) {
-            Ok(cx) => cx,
-            Err(err) => return self.fail(id, &object, &err, false).await,
-        };
-        let result = self.call_author(object.create_or_update(&cx)).await;
-        let poll = Self::poll_interval(&config);
-        match result {
-            AuthorCall::Panicked(panic) => {
-                self.panicked(id, &object, "create_or_update", panic, false)
-                    .await
-            }
-            AuthorCall::TimedOut(limit) => {
-                self.timed_out(id, &object, "create_or_update", limit, false)
-                    .await
-            }
+        let decision = match self.call_author(tenant.object.create_or_update(&cx)).await {
+            AuthorCall::Panicked(panic) => plan::panicked(
+                "create_or_update",
+                &plan::panic_message(&*panic),
+                Path::Create,
+            ),
+            AuthorCall::TimedOut(limit) => plan::timed_out("create_or_update", limit, Path::Create),
             AuthorCall::Returned(Err(err)) => {
-                let err = self.source.classify(id, err);
-                self.fail(id, &object, &err, false).await
+                plan::failed(&self.source.classify(err), Path::Create, timing)
             }
             AuthorCall::Returned(Ok(outcome)) => {
                 let (state, requeue, extra) = outcome.into_parts();
-                // The managed objects decide too: the object is Ready only when every one is.
-                let resources = cx.resources().take();
-                let held = resources.as_deref().and_then(status::held_up_by);
-                let state = match (state, held) {
-                    (State::Ready | State::Done, Some((reason, message))) => {
-                        State::Progressing { reason, message }
-                    }
-                    (state, _) => state,
-                };
-                let requeue = requeue.or_else(|| {
-                    resources
-                        .as_deref()
-                        .is_some_and(|r| r.iter().any(|r| r.phase == ResourcePhase::Pending))
-                        .then_some(RESOURCE_RECHECK)
-                });
-                match state {
-                    // `Done` and `Blocked` are `delete`'s; `create_or_update`'s type cannot
-                    // carry them, the arms only keep the match exhaustive.
-                    State::Ready | State::Done => {
-                        self.write_status(
-                            id,
-                            &object,
-                            Report::ready().with_extra(extra).with_resources(resources),
-                            false,
-                        )
-                        .await;
-                        let requeue = requeue.or(poll).map_or(Requeue::Never, Requeue::After);
-                        Step::new(ReconcileResult::ready, requeue)
-                    }
-                    State::Progressing { reason, message } | State::Blocked { reason, message } => {
-                        self.write_status(
-                            id,
-                            &object,
-                            Report::progressing(reason, message)
-                                .with_extra(extra)
-                                .with_resources(resources),
-                            false,
-                        )
-                        .await;
-                        Step::new(
-                            ReconcileResult::progressing,
-                            Requeue::After(requeue.unwrap_or(DEFAULT_WAIT)),
-                        )
-                    }
-                }
+                plan::created(state, requeue, extra, cx.resources().take(), timing)
             }
-        }
+        };
+        self.finish(id, &tenant, decision).await
     }
 
     async fn delete_path(
         &self,
         id: &Identity,
-        object: Arc<P>,
+        tenant: Tenant<P>,
         config: Arc<P::ProviderConfig>,
+        timing: Timing,
     ) -> Step {
-        let finalizer = P::INFO.finalizer();
-        if !object.finalizers().contains(&finalizer) {
-            // Not ours (or already released): nothing to clean up.
-            return Step::new(ReconcileResult::skipped, Requeue::Never);
-        }
-        // The workload registration is torn down whatever the ProviderConfig says now: it may
-        // have asked for one earlier.
-        let workload_declared =
-            <P::WorkloadCluster as WorkloadAccess>::MODE != WorkloadCluster::None;
-        let workload_reg = self
-            .workload(&config)
-            .unwrap_or_else(|| Registration::workload(None, P::workload_access()));
-
         // Only access the ProviderConfig asks for now decides whether `delete` is skipped: an
         // optional workload cluster the config does not ask for has no AccessRequest, and its
         // absence is not "access already gone".
-        let released = match self.released(id, self.workload(&config).as_ref()) {
+        let wanted = self
+            .workload(&config)
+            .map(|reg| self.workload_route(id, reg));
+        let mut routes: Vec<&dyn AccessRoute> = vec![&*tenant.access];
+        routes.extend(wanted.as_ref().map(|w| w as &dyn AccessRoute));
+        let released = routes
+            .iter()
+            .map(|route| route.released())
+            .try_fold(false, |any, released| released.map(|r| any || r));
+        let released = match released {
             Ok(released) => released,
-            Err(err) => return self.fail(id, &object, &err, true).await,
-        };
-        if !released {
-            let mcp = match self.source.tenant_access(id, &object).await {
-                Ok(AccessState::Ready(access)) => Some(access),
-                Ok(AccessState::Denied { .. }) => None,
-                Ok(AccessState::Waiting { .. }) => {
-                    return self.cleanup_wait(id, &object).await;
-                }
-                Err(err) => {
-                    return self
-                        .fail(id, &object, &err.context("cluster cleanup error"), true)
-                        .await;
-                }
-            };
-            let workload = match self.workload(&config) {
-                None => Some(None),
-                Some(reg) => match self.platform.access().ensure(&reg, id).await {
-                    Ok(AccessState::Ready(access)) => Some(Some(access)),
-                    Ok(AccessState::Denied { .. }) => None,
-                    Ok(AccessState::Waiting { .. }) => return self.cleanup_wait(id, &object).await,
-                    Err(err) => {
-                        let err = access_error(err);
-                        return self
-                            .fail(id, &object, &err.context("cluster cleanup error"), true)
-                            .await;
-                    }
-                },
-            };
-            // Access the platform refused can have installed nothing: skip `delete` then.
-            if let (Some(mcp), Some(workload)) = (mcp, workload) {
-                let cx = match self.context(id, &object, &config, mcp, workload) {
-                    Ok(cx) => cx,
-                    Err(err) => return self.fail(id, &object, &err, true).await,
-                };
-                let result = self.call_author(object.delete(&cx)).await;
-                match result {
-                    AuthorCall::Panicked(panic) => {
-                        return self.panicked(id, &object, "delete", panic, true).await;
-                    }
-                    AuthorCall::TimedOut(limit) => {
-                        return self.timed_out(id, &object, "delete", limit, true).await;
-                    }
-                    AuthorCall::Returned(Err(err)) => {
-                        let err = self.source.classify(id, err);
-                        return self.fail(id, &object, &err, true).await;
-                    }
-                    AuthorCall::Returned(Ok(outcome)) => {
-                        let (state, requeue, extra) = outcome.into_parts();
-                        // Managed objects still going hold the deletion, named in the status.
-                        let resources = cx.resources().take();
-                        let held = resources.as_deref().and_then(status::held_up_by);
-                        let (state, requeue) = match (state, held) {
-                            (State::Done | State::Ready, Some((reason, message))) => (
-                                State::Progressing { reason, message },
-                                requeue.or(Some(RESOURCE_RECHECK)),
-                            ),
-                            (state, _) => (state, requeue),
-                        };
-                        match state {
-                            State::Done | State::Ready => {}
-                            State::Blocked { reason, message } => {
-                                self.write_status(
-                                    id,
-                                    &object,
-                                    Report::terminating(reason.clone(), message.clone())
-                                        .with_extra(extra)
-                                        .with_blocked(reason, message),
-                                    true,
-                                )
-                                .await;
-                                return Step::new(
-                                    ReconcileResult::deleting,
-                                    Requeue::After(requeue.unwrap_or(DEFAULT_WAIT)),
-                                );
-                            }
-                            State::Progressing { reason, message } => {
-                                self.write_status(
-                                    id,
-                                    &object,
-                                    Report::terminating(reason, message)
-                                        .with_extra(extra)
-                                        .with_resources(resources),
-                                    true,
-                                )
-                                .await;
-                                return Step::new(
-                                    ReconcileResult::deleting,
-                                    Requeue::After(requeue.unwrap_or(DEFAULT_WAIT)),
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-        }
-
-        // Give the access back: the workload cluster first, then the tenant's own.
-        let workload_gone = if workload_declared {
-            match self.platform.access().teardown(&workload_reg, id).await {
-                Ok(gone) => gone,
-                Err(err) => {
-                    let err = access_error(err);
-                    return self
-                        .fail(
-                            id,
-                            &object,
-                            &err.context("failed cluster access reconcile delete"),
-                            true,
-                        )
-                        .await;
-                }
-            }
-        } else {
-            true
-        };
-        // The tenant's own access goes last: nothing the workload cluster runs for the tenant
-        // outlives it with a live credential.
-        if !workload_gone {
-            return self.cleanup_wait(id, &object).await;
-        }
-        let tenant_gone = match self.source.release_tenant(id).await {
-            Ok(gone) => gone,
             Err(err) => {
                 return self
-                    .fail(
-                        id,
-                        &object,
-                        &err.context("failed cluster access reconcile delete"),
-                        true,
-                    )
+                    .finish(id, &tenant, plan::failed(&err, Path::Delete, timing))
                     .await;
             }
         };
-        if !tenant_gone {
-            return self.cleanup_wait(id, &object).await;
-        }
-
-        match self.remove_finalizer(id, &object, &finalizer).await {
-            Ok(()) => {
-                tracing::info!(object = %id, "deleted: access given back, finalizer removed");
-                Step::new(ReconcileResult::deleted, Requeue::Never)
-            }
-            Err(err) => {
-                self.fail(
-                    id,
-                    &object,
-                    &err.context("failed to remove finalizer"),
-                    true,
-                )
-                .await
-            }
-        }
-    }
-
-    /// Whether the author's `delete` must be skipped: the tenant's (or the workload) access is
-    /// gone or being deleted, as the Go runtime's `areAccessRequestsInDeletion` decides.
-    fn released(&self, id: &Identity, workload: Option<&Registration>) -> Result<bool, Error> {
-        if self.source.tenant_released(id)? {
-            return Ok(true);
-        }
-        match workload {
-            Some(reg) => self
-                .platform
-                .access()
-                .released(reg, id)
-                .map_err(access_error),
-            None => Ok(false),
-        }
-    }
-
-    async fn cleanup_wait(&self, id: &Identity, object: &P) -> Step {
-        self.write_status(
-            id,
-            object,
-            Report::terminating(REASON_CLEANUP, "cluster cleanup"),
-            true,
-        )
-        .await;
-        Step::new(
-            ReconcileResult::deleting,
-            Requeue::After(self.options.access_recheck),
-        )
-    }
-
-    async fn wait_for_access(
-        &self,
-        id: &Identity,
-        object: &P,
-        config: &P::ProviderConfig,
-        message: String,
-    ) -> Step {
-        let since = *self
-            .waiting_since
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(id.clone())
-            .or_insert_with(Instant::now);
-        let waited = since.elapsed();
-        let requeue = if waited >= self.options.access_status_after {
-            self.write_status(
-                id,
-                object,
-                Report::progressing(REASON_WAITING, message),
-                false,
-            )
-            .await;
-            // The request watches bring the object back as soon as something changes.
-            Self::poll_interval(config)
-                .unwrap_or(self.options.access_recheck)
-                .min(self.options.access_recheck)
-        } else {
-            self.options.access_status_after - waited
-        };
-        Step::new(ReconcileResult::waiting, Requeue::After(requeue))
-    }
-
-    async fn denied(
-        &self,
-        id: &Identity,
-        object: &P,
-        config: &P::ProviderConfig,
-        message: String,
-    ) -> Step {
-        self.write_status(
-            id,
-            object,
-            Report::progressing(REASON_DENIED, message),
-            false,
-        )
-        .await;
-        Step::new(
-            ReconcileResult::waiting,
-            Self::poll_interval(config).map_or(Requeue::Never, Requeue::After),
-        )
-    }
-
-    async fn fail(&self, id: &Identity, object: &P, err: &Error, deleting: bool) -> Step {
-        let (reason, result) = if err.is_invalid_input() {
-            (
-                err.reason().unwrap_or(REASON_INVALID),
-                ReconcileResult::invalid,
-            )
-        } else {
-            (err.reason().unwrap_or(REASON_ERROR), ReconcileResult::error)
-        };
-        if err.is_invalid_input() {
-            tracing::info!(object = %id, reason, message = %err, "invalid input");
-        } else {
-            tracing::warn!(object = %id, reason, error = %err, "reconcile failed; retrying with backoff");
-        }
-        let report = if deleting {
-            Report::terminating(reason, err.message())
-        } else {
-            Report::progressing(reason, err.message())
-        };
-        self.write_status(id, object, report, deleting).await;
-        let requeue = if err.is_invalid_input() {
-            // Not retried until the object or the ProviderConfig changes (their watches bring
-            // it back), except at the poll interval like any object.
-            match self.platform.config() {
-                ConfigState::Ready(config) => {
-                    Self::poll_interval(&config).map_or(Requeue::Never, Requeue::After)
+        if !released {
+            let states = Self::ensure(&routes, Path::Delete).await;
+            match plan::cleanup_access(states, timing) {
+                Err(decision) => return self.finish(id, &tenant, decision).await,
+                // Access the platform refused can have installed nothing: skip `delete` then.
+                Ok(CleanupAccess::Skip) => {}
+                Ok(CleanupAccess::Delete(granted)) => {
+                    let mut granted = granted.into_iter();
+                    let (mcp, workload) = (granted.next(), granted.next());
+                    if let Some(decision) = self
+                        .call_delete(id, &tenant, &config, mcp, workload, timing)
+                        .await
+                    {
+                        return self.finish(id, &tenant, decision).await;
+                    }
                 }
-                _ => Requeue::Never,
             }
+        }
+
+        let config = Some(&*config);
+        if let Some(decision) = self.give_back(id, &*tenant.access, config, timing).await {
+            return self.finish(id, &tenant, decision).await;
+        }
+
+        if tenant.detached() {
+            // Its access is given back; there is no object left to release.
+            self.forget(id);
         } else {
-            Requeue::Backoff
+            let patch = finalizer::remove(tenant.object.meta(), &P::INFO.finalizer());
+            match self.patch_object(id, &tenant, patch).await {
+                // Gone already: what we wanted.
+                Ok(_) => {}
+                Err(err) if crate::access::is_status(&err, 404) => {}
+                Err(err) => {
+                    let err = Error::from(err).context("failed to remove finalizer");
+                    let decision = plan::failed(&err, Path::Delete, timing);
+                    return self.finish(id, &tenant, decision).await;
+                }
+            }
+        }
+        tracing::info!(object = %id, "deleted: access given back, finalizer removed");
+        self.finish(id, &tenant, plan::finished()).await
+    }
+
+    /// Gives the access back: the workload cluster first, then the tenant's own (`tenant`), so
+    /// nothing the workload cluster runs for the tenant outlives it with a live credential; `None`
+    /// once all of it is gone. The workload registration is torn down whatever the ProviderConfig
+    /// says now (`config`; `None` when it is unusable): it may have asked for one earlier.
+    async fn give_back(
+        &self,
+        id: &Identity,
+        tenant: &dyn AccessRoute,
+        config: Option<&P::ProviderConfig>,
+        timing: Timing,
+    ) -> Option<plan::Decision<P::ExtraStatus>> {
+        let workload = (<P::WorkloadCluster as WorkloadAccess>::MODE != WorkloadCluster::None)
+            .then(|| {
+                let reg = config
+                    .and_then(|config| self.workload(config))
+                    .unwrap_or_else(|| Registration::workload(None, P::workload_access()));
+                self.workload_route(id, reg)
+            });
+        let mut routes: Vec<&dyn AccessRoute> = Vec::with_capacity(2);
+        routes.extend(workload.as_ref().map(|w| w as &dyn AccessRoute));
+        routes.push(tenant);
+        for route in routes {
+            let decision = match route.release().await {
+                Ok(gone) => plan::released(gone, timing),
+                Err(err) => Some(plan::failed(
+                    &err.context("failed cluster access reconcile delete"),
+                    Path::Delete,
+                    timing,
+                )),
+            };
+            if decision.is_some() {
+                return decision;
+            }
+        }
+        None
+    }
+
+    /// Runs the author's `delete`; `None` when it is done and the access can be given back.
+    async fn call_delete(
+        &self,
+        id: &Identity,
+        tenant: &Tenant<P>,
+        config: &Arc<P::ProviderConfig>,
+        mcp: Option<ClusterAccess>,
+        workload: Option<ClusterAccess>,
+        timing: Timing,
+    ) -> Option<plan::Decision<P::ExtraStatus>> {
+        let Some(mcp) = mcp else {
+            return Some(plan::failed(
+                &Error::transient_msg("no access to the tenant's cluster"),
+                Path::Delete,
+                timing,
+            ));
         };
-        Step::new(result, requeue)
+        let cx = match self.context(id, tenant, config, mcp, workload) {
+            Ok(cx) => cx,
+            Err(err) => return Some(plan::failed(&err, Path::Delete, timing)),
+        };
+        match self.call_author(tenant.object.delete(&cx)).await {
+            AuthorCall::Panicked(panic) => Some(plan::panicked(
+                "delete",
+                &plan::panic_message(&*panic),
+                Path::Delete,
+            )),
+            AuthorCall::TimedOut(limit) => Some(plan::timed_out("delete", limit, Path::Delete)),
+            AuthorCall::Returned(Err(err)) => Some(plan::failed(
+                &self.source.classify(err),
+                Path::Delete,
+                timing,
+            )),
+            AuthorCall::Returned(Ok(outcome)) => {
+                let (state, requeue, extra) = outcome.into_parts();
+                plan::deleted(state, requeue, extra, cx.resources().take())
+            }
+        }
+    }
+
+    /// Carries a decision out: writes its status (and the Event of a transition) and logs a
+    /// failure; the step says how the reconcile ended and when the object is due again.
+    async fn finish(
+        &self,
+        id: &Identity,
+        tenant: &Tenant<P>,
+        decision: plan::Decision<P::ExtraStatus>,
+    ) -> Step {
+        match decision.result {
+            ReconcileResult::invalid => {
+                if let Some(report) = &decision.report {
+                    tracing::info!(object = %id, reason = %report.reason, message = %report.message, "invalid input");
+                }
+            }
+            ReconcileResult::error => {
+                if let Some(report) = &decision.report {
+                    tracing::warn!(object = %id, reason = %report.reason, error = %report.message, "reconcile failed; retrying with backoff");
+                }
+            }
+            ReconcileResult::panic => {
+                if let Some(report) = &decision.report {
+                    tracing::error!(object = %id, message = %report.message, "the provider's code panicked; retrying with backoff");
+                }
+            }
+            ReconcileResult::timeout => {
+                if let Some(report) = &decision.report {
+                    tracing::warn!(object = %id, message = %report.message, "the provider's code timed out");
+                }
+            }
+            _ => {}
+        }
+        if let Some(report) = decision.report {
+            self.write_status(id, tenant, report).await;
+        }
+        Step::new(decision.result, decision.requeue)
     }
 
     /// Runs an author's call: a panic is caught, and past [`Options::timeout`] the call is
@@ -811,56 +683,10 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         }
     }
 
-    async fn timed_out(
-        &self,
-        id: &Identity,
-        object: &P,
-        function: &str,
-        limit: Duration,
-        deleting: bool,
-    ) -> Step {
-        let message = format!(
-            "{function} did not finish within {} (the reconcile timeout) and was cancelled; retrying with backoff",
-            crate::duration::Duration(limit)
-        );
-        tracing::warn!(object = %id, %message, "the provider's code timed out");
-        let report = if deleting {
-            Report::terminating(REASON_TIMED_OUT, message)
-        } else {
-            Report::progressing(REASON_TIMED_OUT, message)
-        };
-        self.write_status(id, object, report, deleting).await;
-        Step::new(ReconcileResult::timeout, Requeue::Backoff)
-    }
-
-    async fn panicked(
-        &self,
-        id: &Identity,
-        object: &P,
-        function: &str,
-        panic: Box<dyn std::any::Any + Send>,
-        deleting: bool,
-    ) -> Step {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a non-string panic payload".to_owned());
-        let message = format!("{function} panicked: {what}");
-        tracing::error!(object = %id, %message, "the provider's code panicked; retrying with backoff");
-        let report = if deleting {
-            Report::terminating(REASON_PANICKED, message)
-        } else {
-            Report::progressing(REASON_PANICKED, message)
-        };
-        self.write_status(id, object, report, deleting).await;
-        Step::new(ReconcileResult::panic, Requeue::Backoff)
-    }
-
     fn context(
         &self,
         id: &Identity,
-        object: &P,
+        tenant: &Tenant<P>,
         config: &Arc<P::ProviderConfig>,
         mcp: ClusterAccess,
         workload: Option<ClusterAccess>,
@@ -873,7 +699,10 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             id.clone(),
         )
         .map_err(Error::transient)?;
-        let events = self.source.events(id).for_object(object.object_ref(&()));
+        let events = match &tenant.writer {
+            Some(writer) => writer.events.for_object(tenant.object.object_ref(&())),
+            None => EventRecorder::disabled().for_object(tenant.object.object_ref(&())),
+        };
         Ok(cx
             .with_events(events)
             .with_field_manager(self.platform.provider_name())
@@ -901,17 +730,17 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
     async fn patch_object(
         &self,
         id: &Identity,
-        object: &P,
+        tenant: &Tenant<P>,
         patch: serde_json::Value,
     ) -> Result<Arc<P>, kube::Error> {
-        if self.source.detached(id) {
+        let Some(writer) = &tenant.writer else {
             // Out of reach: nothing is written back.
-            return Ok(Arc::new(object.clone()));
-        }
-        let api = self.source.api(id);
-        let updated = api
+            return Ok(tenant.object.clone());
+        };
+        let updated = writer
+            .api
             .patch(
-                &object.name_any(),
+                &tenant.object.name_any(),
                 &PatchParams::default(),
                 &Patch::Merge(&patch),
             )
@@ -920,74 +749,19 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         Ok(Arc::new(updated))
     }
 
-    /// Adds the finalizer with the object's resourceVersion as precondition, so a stale cache
-    /// fails with a conflict (and a retry) rather than dropping someone else's finalizer.
-    async fn add_finalizer(
-        &self,
-        id: &Identity,
-        object: &P,
-        finalizer: &str,
-    ) -> Result<Arc<P>, Error> {
-        let mut finalizers = object.finalizers().to_vec();
-        finalizers.push(finalizer.to_owned());
-        let patch = serde_json::json!({
-            "metadata": {
-                "finalizers": finalizers,
-                "resourceVersion": object.resource_version(),
-            }
-        });
-        Ok(self.patch_object(id, object, patch).await?)
-    }
-
-    async fn remove_finalizer(
-        &self,
-        id: &Identity,
-        object: &P,
-        finalizer: &str,
-    ) -> Result<(), Error> {
-        if self.source.detached(id) {
-            // Its access is given back; there is no object left to release.
-            self.forget(id);
-            return Ok(());
-        }
-        let finalizers: Vec<&String> = object
-            .finalizers()
-            .iter()
-            .filter(|f| *f != finalizer)
-            .collect();
-        let patch = serde_json::json!({
-            "metadata": {
-                "finalizers": finalizers,
-                "resourceVersion": object.resource_version(),
-            }
-        });
-        match self.patch_object(id, object, patch).await {
-            Ok(_) => Ok(()),
-            // Gone already: what we wanted.
-            Err(err) if crate::access::is_status(&err, 404) => Ok(()),
-            Err(err) => Err(err.into()),
-        }
-    }
-
-    async fn remove_operation(&self, id: &Identity, object: &P) -> Result<Arc<P>, Error> {
-        tracing::info!(object = %id, "reconcile requested by {OPERATION_ANNOTATION}={OPERATION_RECONCILE}");
-        let patch =
-            serde_json::json!({ "metadata": { "annotations": { OPERATION_ANNOTATION: null } } });
-        Ok(self.patch_object(id, object, patch).await?)
-    }
-
     /// Writes `report` into the object's status when that changes it, and records an Event when
     /// the `Ready` condition changed from one recorded state to another (or to a new failure).
     async fn write_status(
         &self,
         id: &Identity,
-        object: &P,
+        tenant: &Tenant<P>,
         report: Report<P::ExtraStatus>,
-        deleting: bool,
     ) {
-        if self.source.detached(id) {
+        let Some(writer) = &tenant.writer else {
             return;
-        }
+        };
+        let object = &tenant.object;
+        let warning = report.warning;
         let old = object.status();
         let new = status::apply(
             old,
@@ -995,8 +769,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             report,
             k8s_openapi::jiff::Timestamp::now(),
         );
-        let api = self.source.api(id);
-        match status::patch_status(&api, &object.name_any(), old, &new).await {
+        match status::patch_status(&writer.api, &object.name_any(), old, &new).await {
             Ok(None) => return,
             Ok(Some(updated)) => self.source.observe(id, updated),
             Err(err) if matches!(&err, kube::Error::Api(s) if s.code == 404) => return,
@@ -1006,28 +779,15 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                 return;
             }
         }
-        self.record_transition(id, object, old, &new, deleting)
-            .await;
-    }
-
-    async fn record_transition(
-        &self,
-        id: &Identity,
-        object: &P,
-        old: Option<&crate::status::ServiceStatus<P::ExtraStatus>>,
-        new: &crate::status::ServiceStatus<P::ExtraStatus>,
-        deleting: bool,
-    ) {
         let before = status::ready_state(old);
-        let after = status::ready_state(Some(new));
+        let after = status::ready_state(Some(&new));
         if before == after {
             return;
         }
         let Some(condition) = new.condition(status::READY) else {
             return;
         };
-        let events = self.source.events(id).for_object(object.object_ref(&()));
-        let _ = deleting;
+        let events = writer.events.for_object(object.object_ref(&()));
         if condition.status == "True" {
             // The first Ready of a new object is not a transition worth an Event (it would be a
             // fourth write on the way to Ready); a recovery is.
@@ -1036,15 +796,13 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                     .normal(&condition.reason, condition.message.clone())
                     .await;
             }
-        } else if [REASON_WAITING, REASON_CLEANUP, REASON_TERMINATING]
-            .contains(&condition.reason.as_str())
-        {
+        } else if warning {
             events
-                .normal(&condition.reason, condition.message.clone())
+                .warning(&condition.reason, condition.message.clone())
                 .await;
         } else {
             events
-                .warning(&condition.reason, condition.message.clone())
+                .normal(&condition.reason, condition.message.clone())
                 .await;
         }
     }
@@ -1065,16 +823,5 @@ fn controller_result(step: &Step) -> ControllerResult {
             Requeue::Backoff => ControllerResult::RequeueAfter,
             Requeue::Never => ControllerResult::Success,
         },
-    }
-}
-
-/// Access failures are transient, except a request that belongs to someone else: that needs a
-/// person, so it is reported like invalid input.
-pub fn access_error(err: crate::access::AccessError) -> Error {
-    match err {
-        crate::access::AccessError::NotManaged { .. } => {
-            Error::invalid_input(err.to_string()).with_reason("AccessRequestConflict")
-        }
-        other => Error::transient(other),
     }
 }

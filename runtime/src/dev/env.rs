@@ -18,14 +18,14 @@ use serde_json::json;
 
 use service_provider_apiserver::kcp::KcpOptions;
 
-use crate::cli::manifests::{Manifest, Place};
 use crate::dev::DevError;
 use crate::dev::hosting::{ClusterHandle, Hosting};
 use crate::dev::kcp::{KcpEnv, KcpSetup};
 use crate::dev::operator::{HostedCluster, Operator, OperatorConfig};
+use crate::manifests::{Manifest, Place};
 use crate::openmcp::constants::{CLUSTER_LABEL, PHASE_PROGRESSING, PHASE_READY, PURPOSE_WORKLOAD};
 use crate::openmcp::{ControlPlane, ControlPlaneSpec, ServiceProvider};
-use crate::reconcile::{ProviderInfo, ServiceProvider as ServiceProviderType};
+use crate::provider::{ProviderInfo, ServiceProvider as ServiceProviderType};
 
 /// How long `start` waits for clusters, CRDs and ControlPlanes by default.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -180,7 +180,7 @@ impl TestEnvBuilder {
         self.provider = Some(ProviderSetup {
             name,
             info,
-            manifests: crate::cli::manifests::manifests::<P>(),
+            manifests: crate::manifests::manifests::<P>(),
             config_api: ApiResource::erase::<P::ProviderConfig>(&()),
             config_spec: spec,
             initialized: true,

@@ -17,10 +17,10 @@ use kube::runtime::watcher;
 use kube::{Api, CustomResourceExt, ResourceExt};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::dev::DevError;
 use crate::dev::hosting::ClusterHandle;
-use crate::dev::operator::{ObjKey, Shared};
 use crate::resources::flux::{HelmRelease, HelmRepository, OCIRepository};
 
 /// How long a well-formed Flux object takes to become Ready (a pull, an install).
@@ -51,12 +51,15 @@ impl Kind {
     }
 }
 
+/// Whether the workload cluster the stand-in serves is still served by the simulated platform.
+pub(crate) type Served = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// Installs the Flux CRDs on a new workload cluster (waiting until they are Established) and
 /// starts the stand-in controllers for it; they end when the simulation stops or the cluster
-/// `key` is no longer served.
+/// `served` says the cluster is no longer served.
 pub(crate) async fn start(
-    sh: &Arc<Shared>,
-    key: &ObjKey,
+    stop: &CancellationToken,
+    served: Served,
     cluster: &ClusterHandle,
 ) -> Result<(), DevError> {
     let client = cluster.client();
@@ -94,8 +97,8 @@ pub(crate) async fn start(
     let busy = Arc::new(Mutex::new(HashSet::new()));
     for kind in [Kind::OciRepository, Kind::HelmRepository, Kind::HelmRelease] {
         tokio::spawn(watch(
-            sh.clone(),
-            key.clone(),
+            stop.clone(),
+            served.clone(),
             client.clone(),
             kind,
             busy.clone(),
@@ -106,8 +109,8 @@ pub(crate) async fn start(
 
 /// Watches one kind; every object not Ready for its generation gets a reconciler task.
 async fn watch(
-    sh: Arc<Shared>,
-    key: ObjKey,
+    stop: CancellationToken,
+    served: Served,
     client: kube::Client,
     kind: Kind,
     busy: Arc<Mutex<HashSet<(Kind, String, String)>>>,
@@ -116,7 +119,7 @@ async fn watch(
     let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()));
     loop {
         let event = tokio::select! {
-            _ = sh.stop.cancelled() => return,
+            _ = stop.cancelled() => return,
             event = stream.next() => event,
         };
         let object = match event {
@@ -124,7 +127,7 @@ async fn watch(
             Some(Ok(_)) => continue,
             Some(Err(_)) | None => {
                 // A cluster that is no longer served ends its controllers.
-                if sh.handle(&key).is_none() {
+                if !served() {
                     return;
                 }
                 tokio::time::sleep(RETRY).await;
@@ -145,7 +148,7 @@ async fn watch(
         if !busy.lock().insert((kind, namespace.clone(), name.clone())) {
             continue;
         }
-        let (client, busy, stop) = (client.clone(), busy.clone(), sh.stop.clone());
+        let (client, busy, stop) = (client.clone(), busy.clone(), stop.clone());
         tokio::spawn(async move {
             tokio::select! {
                 _ = stop.cancelled() => {}

@@ -13,9 +13,9 @@ use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use service_provider_apiserver::kcp::{Kcp, KcpOptions, WorkspaceInfo};
 
-use crate::cli::manifests::{Manifest, Place};
 use crate::dev::DevError;
 use crate::dev::hosting::prefixed_client;
+use crate::manifests::{Manifest, Place};
 
 /// Field manager of the builder's server-side applies.
 const MANAGER: &str = "service-provider-dev";

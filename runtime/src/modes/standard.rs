@@ -9,19 +9,16 @@
 use std::sync::Arc;
 
 use kube::core::DeserializeGuard;
-use kube::core::error_boundary::InvalidObject;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 
-use crate::access::{AccessState, Registration};
-use crate::cache::{Cache, Change, reflect};
-use crate::controller::Source;
-use crate::controller::reconciler::access_error;
-use crate::error::Error;
+use crate::access::Registration;
+use crate::cache::{Cache, needs_reconcile, reflect};
+use crate::controller::source::{Invalid, PlatformAccess, Resolved, Source, Tenant, Writer};
 use crate::events::EventRecorder;
 use crate::platform::Platform;
+use crate::provider::{ServiceProvider, compact_object};
 use crate::queue::Triggers;
-use crate::reconcile::{ServiceProvider, compact_object};
 use crate::tenant::{Identity, Mode};
 
 /// The standard-mode source. Cheap to share (`Arc`).
@@ -88,27 +85,39 @@ pub(crate) fn identity_of<K: Resource>(object: &K) -> Option<Identity> {
     ))
 }
 
-/// Whether a change is worth a reconcile: anything but a change of `.status` alone.
-pub(crate) fn needs_reconcile<K: Resource>(change: &Change<'_, K>) -> bool {
-    let (Some(old), Some(new)) = (change.old, change.new) else {
-        return true;
-    };
-    let (old, new) = (old.meta(), new.meta());
-    old.generation != new.generation
-        || old.labels != new.labels
-        || old.annotations != new.annotations
-        || old.finalizers != new.finalizers
-        || old.deletion_timestamp != new.deletion_timestamp
-        || old.uid != new.uid
-}
-
 impl<P: ServiceProvider> Source<P> for Standard<P> {
     fn mode(&self) -> Mode {
         Mode::Standard
     }
 
-    fn get(&self, id: &Identity) -> Option<Arc<P>> {
-        self.objects.get(id)
+    fn resolve(&self, id: &Identity) -> Resolved<P> {
+        let writer = || Writer {
+            api: Api::namespaced(self.onboarding.clone(), &id.namespace),
+            events: self.events.clone(),
+        };
+        let access = || {
+            Box::new(PlatformAccess::new(
+                self.platform.access().clone(),
+                self.mcp.clone(),
+                id.clone(),
+            ))
+        };
+        let Some(object) = self.objects.get(id) else {
+            return match self.objects.invalid(id) {
+                Some(invalid) => Resolved::Invalid(Invalid {
+                    object: invalid,
+                    writer: Some(writer()),
+                    access: access(),
+                }),
+                None => Resolved::Gone,
+            };
+        };
+        Resolved::Found(Tenant {
+            object,
+            writer: Some(writer()),
+            admission: Ok(()),
+            access: access(),
+        })
     }
 
     fn keys(&self) -> Vec<Identity> {
@@ -121,84 +130,8 @@ impl<P: ServiceProvider> Source<P> for Standard<P> {
         self.objects.len()
     }
 
-    fn invalid(&self, id: &Identity) -> Option<Arc<InvalidObject>> {
-        self.objects.invalid(id)
-    }
-
     fn observe(&self, id: &Identity, mut object: P) {
         compact_object(&mut object);
         self.objects.insert_if_newer(id.clone(), Arc::new(object));
-    }
-
-    fn api(&self, id: &Identity) -> Api<P> {
-        Api::namespaced(self.onboarding.clone(), &id.namespace)
-    }
-
-    fn events(&self, _id: &Identity) -> EventRecorder {
-        self.events.clone()
-    }
-
-    async fn tenant_access(&self, id: &Identity, _object: &P) -> Result<AccessState, Error> {
-        self.platform
-            .access()
-            .ensure(&self.mcp, id)
-            .await
-            .map_err(access_error)
-    }
-
-    fn tenant_released(&self, id: &Identity) -> Result<bool, Error> {
-        self.platform
-            .access()
-            .released(&self.mcp, id)
-            .map_err(access_error)
-    }
-
-    async fn release_tenant(&self, id: &Identity) -> Result<bool, Error> {
-        self.platform
-            .access()
-            .teardown(&self.mcp, id)
-            .await
-            .map_err(access_error)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::api::ObjectMeta;
-
-    fn cm(generation: i64, status_only: &str) -> Arc<ConfigMap> {
-        Arc::new(ConfigMap {
-            metadata: ObjectMeta {
-                name: Some("a".into()),
-                namespace: Some("ns".into()),
-                generation: Some(generation),
-                resource_version: Some(status_only.into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        })
-    }
-
-    #[test]
-    fn status_only_changes_do_not_trigger() {
-        let (a, b, c) = (cm(1, "1"), cm(1, "2"), cm(2, "3"));
-        assert!(!needs_reconcile(&Change {
-            old: Some(&a),
-            new: Some(&b)
-        }));
-        assert!(needs_reconcile(&Change {
-            old: Some(&b),
-            new: Some(&c)
-        }));
-        assert!(needs_reconcile(&Change {
-            old: None,
-            new: Some(&a)
-        }));
-        assert!(needs_reconcile(&Change {
-            old: Some(&a),
-            new: None
-        }));
     }
 }

@@ -136,6 +136,39 @@ pub struct TokenConfig {
     pub role_refs: Vec<RoleRef>,
 }
 
+/// The grants a provider picks from in `#[service_provider(mcp_access = ..)]`.
+impl TokenConfig {
+    /// The default grant in a tenant's MCP and workload cluster: one ClusterRole with every verb on
+    /// every resource of every API group, and nothing else — no non-resource URLs and no binding of
+    /// the cluster's own `cluster-admin` (which the Go template adds on top of the same rules, and
+    /// which grows with whatever the cluster aggregates into it). A provider installs software the
+    /// runtime cannot foresee (CRDs, RBAC, workloads), so fewer resource rules cannot be derived
+    /// for it; an author who knows narrower ones declares them (`mcp_access = path::to::fn`).
+    pub fn least_privilege() -> Self {
+        TokenConfig {
+            permissions: vec![PermissionsRequest {
+                rules: vec![PolicyRule {
+                    api_groups: Some(vec!["*".to_owned()]),
+                    resources: Some(vec!["*".to_owned()]),
+                    verbs: vec!["*".to_owned()],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            role_refs: Vec::new(),
+        }
+    }
+
+    /// A binding of the cluster's `cluster-admin` ClusterRole only (`mcp_access = cluster_admin`):
+    /// everything, including non-resource URLs.
+    pub fn cluster_admin() -> Self {
+        TokenConfig {
+            permissions: Vec::new(),
+            role_refs: vec![RoleRef::cluster_role("cluster-admin")],
+        }
+    }
+}
+
 /// OIDC-based access: the target cluster trusts an OIDC provider, with role bindings.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

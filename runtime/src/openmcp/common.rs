@@ -128,7 +128,7 @@ pub struct CommonStatus {
     pub phase: String,
     /// Conditions contains the conditions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::status::conditions_schema")]
+    #[schemars(schema_with = "conditions_schema")]
     pub conditions: Vec<Condition>,
 }
 
@@ -137,4 +137,17 @@ impl CommonStatus {
     pub fn condition(&self, type_: &str) -> Option<&Condition> {
         self.conditions.iter().find(|c| c.type_ == type_)
     }
+}
+
+/// Schema of `status.conditions`: a list of `metav1.Condition` that is a map keyed by `type`, so
+/// server-side apply merges conditions per type instead of replacing the list.
+pub(crate) fn conditions_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema =
+        generator.subschema_for::<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>>();
+    schema.insert("x-kubernetes-list-type".into(), "map".into());
+    schema.insert(
+        "x-kubernetes-list-map-keys".into(),
+        serde_json::json!(["type"]),
+    );
+    schema
 }

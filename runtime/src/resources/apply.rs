@@ -28,16 +28,21 @@
 //! until every member is ready.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use base64::Engine;
 use k8s_openapi::ClusterResourceScope;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams};
 use kube::{Api, Resource};
-use schemars::JsonSchema;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::context::Context;
+use crate::provider::ServiceProvider;
+use crate::status::resources::{Location, ManagedResource, ResourcePhase, ResourceSink};
+use crate::tenant::ClusterAccess;
 
 /// Label on every member: the id of the set it belongs to.
 pub const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";
@@ -79,40 +84,6 @@ pub enum ApplyError {
     },
 }
 
-/// Which of the tenant's clusters an object lives in, as the Go providers' `status.resources`
-/// name it.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-pub enum Location {
-    /// The tenant's control plane: the MCP cluster, or the kcp workspace.
-    ManagedControlPlane,
-    /// The workload cluster the provider runs the tenant's workers on.
-    WorkloadCluster,
-    /// The platform cluster.
-    PlatformCluster,
-}
-
-impl Location {
-    /// The name on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Location::ManagedControlPlane => "ManagedControlPlane",
-            Location::WorkloadCluster => "WorkloadCluster",
-            Location::PlatformCluster => "PlatformCluster",
-        }
-    }
-
-    /// For messages: "tenant cluster", "workload cluster", "platform cluster".
-    fn describe(self) -> &'static str {
-        match self {
-            Location::ManagedControlPlane => "tenant cluster",
-            Location::WorkloadCluster => "workload cluster",
-            Location::PlatformCluster => "platform cluster",
-        }
-    }
-}
-
 /// What happens to a member when the set is deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum DeletionPolicy {
@@ -136,191 +107,6 @@ pub enum Readiness {
 
 /// A member's own readiness check: the author's, for kinds the built-in rules do not know.
 pub type ReadyCheck = Arc<dyn Fn(&DynamicObject) -> Readiness + Send + Sync>;
-
-/// Phase of one managed object in `status.resources`: the Go providers' `InstancePhase` values
-/// (service-provider-velero `api/v1alpha1/velero_types.go`: Pending, Progressing, Ready, Failed,
-/// Terminating, Unknown), so a status a Go provider wrote reads, and reads back, unchanged.
-///
-/// The runtime itself reports `Ready`, `Pending`, `Failed` and `Terminating`; `Progressing` and
-/// `Unknown` are read from Go providers. On the wire it is a plain string (the CRD has no enum, as
-/// under Go's controller-gen CRD, so a Go provider's status write is never refused): a value
-/// outside Go's set reads as `Unknown` instead of failing the whole object, and the runtime
-/// rewrites it on its next status write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ResourcePhase {
-    /// The object exists and is ready.
-    Ready,
-    /// Not applied yet, or applied and not ready yet (Go: not created yet).
-    Pending,
-    /// Go: created and not ready yet (e.g. a Deployment waiting for its pods). The runtime
-    /// reports this as `Pending`.
-    Progressing,
-    /// The object reports a failure.
-    Failed,
-    /// Being deleted.
-    Terminating,
-    /// Go: the provider has no status function for the object; also what any value outside
-    /// Go's set reads as.
-    Unknown,
-}
-
-impl ResourcePhase {
-    /// Every phase, in the order of Go's constants.
-    pub const ALL: [ResourcePhase; 6] = [
-        ResourcePhase::Pending,
-        ResourcePhase::Progressing,
-        ResourcePhase::Ready,
-        ResourcePhase::Failed,
-        ResourcePhase::Terminating,
-        ResourcePhase::Unknown,
-    ];
-
-    /// The phase as it appears on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResourcePhase::Ready => "Ready",
-            ResourcePhase::Pending => "Pending",
-            ResourcePhase::Progressing => "Progressing",
-            ResourcePhase::Failed => "Failed",
-            ResourcePhase::Terminating => "Terminating",
-            ResourcePhase::Unknown => "Unknown",
-        }
-    }
-
-    /// The phase written as `s`; `Unknown` for a value outside Go's set.
-    pub fn parse(s: &str) -> Self {
-        Self::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
-            .unwrap_or(ResourcePhase::Unknown)
-    }
-}
-
-impl Serialize for ResourcePhase {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for ResourcePhase {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // Any string reads: the status is the runtime's own output, rewritten on the next
-        // write; refusing a value would make the whole object unreadable.
-        let s = std::borrow::Cow::<str>::deserialize(d)?;
-        Ok(ResourcePhase::parse(&s))
-    }
-}
-
-impl JsonSchema for ResourcePhase {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "ResourcePhase".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        known_values_schema(
-            "Phase of the object: Ready, Pending, Failed or Terminating as this runtime writes \
-             it; Progressing and Unknown as Go providers write it.",
-        )
-    }
-}
-
-/// A string field the runtime writes from a known set of values and reads leniently: no `enum`
-/// in the schema, so the API server never refuses what a Go provider writes there.
-pub(crate) fn known_values_schema(description: &str) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": "string",
-        "description": description,
-    })
-}
-
-/// Reads `status.resources[].location`: a value the runtime does not know (another provider's
-/// cluster name) reads as absent instead of failing the whole object. [`Location`] itself stays
-/// strict, since the set inventories key members by it.
-fn lenient_location<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Location>, D::Error> {
-    let location: Option<std::borrow::Cow<'de, str>> = Option::deserialize(d)?;
-    Ok(location.and_then(|l| {
-        [
-            Location::ManagedControlPlane,
-            Location::WorkloadCluster,
-            Location::PlatformCluster,
-        ]
-        .into_iter()
-        .find(|known| known.as_str() == l)
-    }))
-}
-
-/// `status.resources[].location`: a string without `enum` (documented on the field), nullable
-/// like every optional field of the CRD.
-fn location_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": "string",
-        "nullable": true,
-    })
-}
-
-/// One managed object in a Service API object's `status.resources`: the shape of
-/// `ManagedResource` in service-provider-velero and -external-secrets (a `TypedObjectReference`
-/// inline, then phase, message and location), so dashboards built for them keep working.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ManagedResource {
-    /// API group; absent for the core group.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_group: Option<String>,
-    /// Kind.
-    pub kind: String,
-    /// Name.
-    pub name: String,
-    /// Namespace; absent for cluster-scoped objects.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    /// Ready, Pending, Failed or Terminating; Go providers also write Progressing and Unknown.
-    pub phase: ResourcePhase,
-    /// What the phase means for this object.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// The cluster it lives in: ManagedControlPlane (the tenant's control plane),
-    /// WorkloadCluster or PlatformCluster.
-    // A name the runtime does not know reads as `None` (see `lenient_location`).
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient_location"
-    )]
-    #[schemars(schema_with = "location_schema")]
-    pub location: Option<Location>,
-}
-
-impl ManagedResource {
-    fn new(key: &MemberRef, phase: ResourcePhase, message: impl Into<String>) -> Self {
-        let m = &key.member;
-        ManagedResource {
-            api_group: (!m.group.is_empty()).then(|| m.group.clone()),
-            kind: m.kind.clone(),
-            name: m.name.clone(),
-            namespace: m.namespace.clone(),
-            phase,
-            message: Some(message.into()),
-            location: Some(key.location),
-        }
-    }
-
-    /// `Kind namespace/name on the <location>`, for messages.
-    pub fn describe(&self) -> String {
-        let mut out = self.kind.clone();
-        out.push(' ');
-        if let Some(ns) = &self.namespace {
-            out.push_str(ns);
-            out.push('/');
-        }
-        out.push_str(&self.name);
-        if let Some(location) = self.location {
-            out.push_str(" on the ");
-            out.push_str(location.describe());
-        }
-        out
-    }
-}
 
 /// One member of a set, as recorded in the inventory.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -463,28 +249,21 @@ impl DeleteReport {
     }
 }
 
-/// Where a [`Context`](crate::Context)'s sets report their members, for the runtime to write
-/// into `status.resources`.
-#[derive(Clone, Debug, Default)]
-pub struct ResourceSink(Arc<Mutex<SetReports>>);
-
-/// Each set's members, by set name.
-type SetReports = Vec<(String, Vec<ManagedResource>)>;
-
-impl ResourceSink {
-    fn record(&self, set: &str, resources: Vec<ManagedResource>) {
-        let mut sets = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match sets.iter_mut().find(|(name, _)| name == set) {
-            Some((_, old)) => *old = resources,
-            None => sets.push((set.to_owned(), resources)),
-        }
-    }
-
-    /// Every member reported so far, set by set in the order they were first applied; `None`
-    /// when no set reported.
-    pub fn take(&self) -> Option<Vec<ManagedResource>> {
-        let sets = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
-        (!sets.is_empty()).then(|| sets.into_iter().flat_map(|(_, r)| r).collect())
+/// The `status.resources` entry of a member.
+fn managed_resource(
+    key: &MemberRef,
+    phase: ResourcePhase,
+    message: impl Into<String>,
+) -> ManagedResource {
+    let m = &key.member;
+    ManagedResource {
+        api_group: (!m.group.is_empty()).then(|| m.group.clone()),
+        kind: m.kind.clone(),
+        name: m.name.clone(),
+        namespace: m.namespace.clone(),
+        phase,
+        message: Some(message.into()),
+        location: Some(key.location),
     }
 }
 
@@ -1051,7 +830,7 @@ impl ApplySet {
                 .find(|dep| ready.get(dep).is_some_and(|p| *p != ResourcePhase::Ready));
             if let Some(blocker) = blocker {
                 report.waiting.push(member.clone());
-                let status = ManagedResource::new(
+                let status = managed_resource(
                     &d.key,
                     ResourcePhase::Pending,
                     format!("waiting for {blocker}"),
@@ -1217,11 +996,9 @@ impl ApplySet {
                 (false, Some(other)) => format!("waiting for {other} to be deleted"),
                 (false, None) => "waiting to be deleted".to_owned(),
             };
-            report.remaining.push(ManagedResource::new(
-                &this,
-                ResourcePhase::Terminating,
-                message,
-            ));
+            report
+                .remaining
+                .push(managed_resource(&this, ResourcePhase::Terminating, message));
         }
         if report.remaining.is_empty() {
             for target in &self.targets {
@@ -1326,16 +1103,16 @@ fn status_of(
     check: Option<&ReadyCheck>,
 ) -> ManagedResource {
     if object.metadata.deletion_timestamp.is_some() {
-        return ManagedResource::new(key, ResourcePhase::Terminating, "being deleted");
+        return managed_resource(key, ResourcePhase::Terminating, "being deleted");
     }
     let readiness = match check {
         Some(check) => check(object),
         None => readiness(&key.member.group, &key.member.kind, object),
     };
     match readiness {
-        Readiness::Ready => ManagedResource::new(key, ResourcePhase::Ready, "ready"),
-        Readiness::Pending(m) => ManagedResource::new(key, ResourcePhase::Pending, m),
-        Readiness::Failed(m) => ManagedResource::new(key, ResourcePhase::Failed, m),
+        Readiness::Ready => managed_resource(key, ResourcePhase::Ready, "ready"),
+        Readiness::Pending(m) => managed_resource(key, ResourcePhase::Pending, m),
+        Readiness::Failed(m) => managed_resource(key, ResourcePhase::Failed, m),
     }
 }
 
@@ -1459,6 +1236,53 @@ fn condition<'a>(status: Option<&'a Value>, type_: &str) -> Option<(&'a str, &'a
 /// `applyset.kubernetes.io/part-of=<id>`.
 pub fn member_selector(set: &ApplySet) -> BTreeMap<String, String> {
     BTreeMap::from([(PART_OF_LABEL.to_owned(), set.id())])
+}
+
+/// The sets a reconcile builds, from the tenant's clusters.
+impl<P: ServiceProvider> Context<P> {
+    /// A set of objects to apply into `cluster` as a whole: objects an earlier apply of the set
+    /// `name` installed and this one omits are deleted. The inventory is the ConfigMap `name` in
+    /// the namespace `default` of that cluster (see [`ApplySet::inventory_namespace`]); make
+    /// `name` unique per tenant when several tenants share the cluster. Its members are reported
+    /// in `status.resources`.
+    pub fn apply_set(&self, cluster: &ClusterAccess, name: impl Into<String>) -> ApplySet {
+        ApplySet::new(
+            cluster.client().clone(),
+            name,
+            "default",
+            self.field_manager().to_owned(),
+        )
+        .located(self.location_of(cluster))
+        .report_to(self.resources().clone())
+    }
+
+    /// The tenant's resource set `name` across its clusters: the tenant's control plane (the
+    /// default for [`ApplySet::add`]) and, when the provider has one, the workload cluster
+    /// ([`ApplySet::add_to`] with [`Location::WorkloadCluster`]). Objects are applied in
+    /// dependency order once what they depend on is ready, pruned when they leave the set, and
+    /// deleted in reverse order by [`ApplySet::delete`]; the runtime writes every member into
+    /// `status.resources` and keeps the object `Progressing` until all are ready.
+    ///
+    /// The inventories are the ConfigMap `<name>-<tenant id>` in the namespace `default` of each
+    /// cluster, so tenants sharing a workload cluster never share a set.
+    pub fn resource_set(&self, name: &str) -> ApplySet {
+        let name = format!("{name}-{}", self.identity().stable_id());
+        let mut set = ApplySet::new(
+            self.mcp().client().clone(),
+            name,
+            "default",
+            self.field_manager().to_owned(),
+        )
+        .report_to(self.resources().clone());
+        if let Some(workload) = self.workload_access() {
+            set = set.with_cluster(
+                Location::WorkloadCluster,
+                workload.client().clone(),
+                "default",
+            );
+        }
+        set
+    }
 }
 
 #[cfg(test)]

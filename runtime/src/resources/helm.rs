@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use crate::context::Context;
 use crate::error::Error;
+use crate::provider::ServiceProvider;
 use crate::provider_config::VersionSpec;
-use crate::reconcile::ServiceProvider;
-use crate::resources::apply::{ApplySet, Location, MemberRef};
+use crate::resources::apply::{ApplySet, MemberRef};
 use crate::resources::flux::{
     CrossNamespaceObjectReference, CrossNamespaceSourceReference, HelmChartTemplate,
     HelmChartTemplateSpec, HelmRelease, HelmReleaseSpec, HelmRepository, HelmRepositorySpec,
@@ -22,6 +22,7 @@ use crate::resources::flux::{
     OCIRepository, OCIRepositoryRef, OCIRepositorySpec, SecretKeyReference, Upgrade,
     UpgradeRemediation,
 };
+use crate::status::resources::Location;
 
 /// Key of the kubeconfig in the Secret the HelmRelease reads (as the Go providers set it).
 pub(crate) const KUBECONFIG_KEY: &str = "kubeconfig";

@@ -9,8 +9,9 @@ use kube::api::ObjectMeta;
 use crate::context::Context;
 use crate::error::Error;
 use crate::openmcp::naming::{K8S_MAX_NAME_LENGTH, shorten_to_x_characters};
-use crate::reconcile::ServiceProvider;
-use crate::resources::apply::{ApplySet, Location, MemberRef};
+use crate::provider::ServiceProvider;
+use crate::resources::apply::{ApplySet, MemberRef};
+use crate::status::resources::Location;
 
 /// Secret type of a registry credential.
 const DOCKER_CONFIG_JSON: &str = "kubernetes.io/dockerconfigjson";

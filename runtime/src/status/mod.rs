@@ -1,5 +1,6 @@
 //! The status every Service API object carries, written by the runtime and never by the author.
 
+pub(crate) mod resources;
 pub(crate) mod write;
 
 use std::fmt::Debug;
@@ -42,7 +43,7 @@ impl JsonSchema for Phase {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        crate::resources::apply::known_values_schema(
+        resources::known_values_schema(
             "Lifecycle phase of a Service API object, as the openMCP runtime reports it: Ready, \
              Progressing or Terminating.",
         )
@@ -109,12 +110,12 @@ pub struct ServiceStatus<X = NoStatus> {
     pub phase: Option<Phase>,
     /// Conditions, keyed by `type`; `Ready` summarises the object.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::status::conditions_schema")]
+    #[schemars(schema_with = "crate::openmcp::common::conditions_schema")]
     pub conditions: Vec<Condition>,
     /// The objects the provider manages for this tenant, one entry each, with phase and
     /// location (written by the runtime from the tenant's resource sets).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resources: Vec<crate::resources::apply::ManagedResource>,
+    pub resources: Vec<resources::ManagedResource>,
     /// The author's extra status fields.
     #[serde(flatten)]
     pub extra: X,
@@ -145,7 +146,7 @@ struct StrictStatus<X> {
     #[serde(default)]
     conditions: Vec<Condition>,
     #[serde(default)]
-    resources: Vec<crate::resources::apply::ManagedResource>,
+    resources: Vec<resources::ManagedResource>,
     #[serde(flatten)]
     extra: X,
 }
@@ -194,18 +195,6 @@ impl<X> ServiceStatus<X> {
     }
 }
 
-/// Schema of `status.conditions`: a list of `metav1.Condition` that is a map keyed by `type`, so
-/// server-side apply merges conditions per type instead of replacing the list.
-pub(crate) fn conditions_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let mut schema = generator.subschema_for::<Vec<Condition>>();
-    schema.insert("x-kubernetes-list-type".into(), "map".into());
-    schema.insert(
-        "x-kubernetes-list-map-keys".into(),
-        serde_json::json!(["type"]),
-    );
-    schema
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,7 +216,7 @@ mod tests {
         assert_eq!(status.observed_generation, None);
     }
 
-    use crate::resources::apply::{Location, ResourcePhase};
+    use crate::status::resources::{Location, ResourcePhase};
     use serde_json::json;
 
     /// A status as Go's service-provider-velero v1.1.2 writes it: `commonapi.Status` inline

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value};
 
-use crate::resources::apply::{ManagedResource, ResourcePhase};
+use crate::status::resources::{ManagedResource, ResourcePhase};
 use crate::status::{ExtraStatus, Phase, ServiceStatus};
 
 /// Type of the condition that summarises an object.
@@ -36,8 +36,6 @@ pub(crate) const REASON_TIMED_OUT: &str = "ReconcileTimedOut";
 pub(crate) const REASON_WAITING: &str = "WaitingForAccess";
 /// Reason: the platform refused the tenant's cluster access.
 pub(crate) const REASON_DENIED: &str = "AccessDenied";
-/// Reason: the object is being deleted (Go `StatusTerminating`).
-pub(crate) const REASON_TERMINATING: &str = "Terminating";
 /// Reason while access is given back during deletion (Go: `Reconciling`, "cluster cleanup").
 pub(crate) const REASON_CLEANUP: &str = "Reconciling";
 
@@ -59,6 +57,9 @@ pub(crate) struct Report<X> {
     pub blocked: Option<(String, String)>,
     /// New `status.resources`; `None` keeps what is there.
     pub resources: Option<Vec<ManagedResource>>,
+    /// Whether a change of `Ready` to this report is a `Warning` Event (a failure) rather than a
+    /// `Normal` one (the ordinary course: waiting, progressing, terminating).
+    pub warning: bool,
 }
 
 impl<X> Report<X> {
@@ -91,7 +92,14 @@ impl<X> Report<X> {
             extra: None,
             blocked: None,
             resources: None,
+            warning: false,
         }
+    }
+
+    /// Marks the report as a failure, recorded as a `Warning` Event when `Ready` changes to it.
+    pub(crate) fn warning(mut self) -> Self {
+        self.warning = true;
+        self
     }
 
     /// With the author's extra status.

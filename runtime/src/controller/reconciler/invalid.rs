@@ -9,32 +9,25 @@
 //! given back, as the Go runtime gives it back when the access is already going.
 
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
-use kube::core::error_boundary::InvalidObject;
 
-use super::{Reconciler, Step, access_error};
-use crate::access::Registration;
-use crate::context::WorkloadAccess;
-use crate::controller::source::Source;
-use crate::error::Error;
+use super::{Reconciler, Step};
+use crate::controller::finalizer;
+use crate::controller::source::{Invalid, Source};
 use crate::openmcp::constants::{OPERATION_ANNOTATION, OPERATION_IGNORE};
 use crate::ops::metrics::ReconcileResult;
 use crate::platform::ConfigState;
 use crate::queue::Requeue;
-use crate::reconcile::{Reconcile, WorkloadCluster};
+use crate::reconcile::Reconcile;
 use crate::tenant::Identity;
 
 impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
     /// The reconcile of an undecodable object (already reported on itself): nothing while it
     /// lives; once it is being deleted and still carries the runtime's finalizer, the workload
     /// access and then the tenant's access are given back and the finalizer is removed.
-    pub(super) async fn release_invalid(&self, id: &Identity, invalid: &InvalidObject) -> Step {
-        let meta = &invalid.metadata;
+    pub(super) async fn release_invalid(&self, id: &Identity, invalid: &Invalid<P>) -> Step {
+        let meta = &invalid.object.metadata;
         let finalizer = P::INFO.finalizer();
-        let ours = meta
-            .finalizers
-            .as_ref()
-            .is_some_and(|f| f.contains(&finalizer));
-        if meta.deletion_timestamp.is_none() || !ours {
+        if finalizer::event(meta, &finalizer) != finalizer::Event::Cleanup {
             return Step::new(ReconcileResult::invalid, Requeue::Never);
         }
         let ignored = meta
@@ -42,98 +35,52 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             .as_ref()
             .and_then(|a| a.get(OPERATION_ANNOTATION))
             .is_some_and(|op| op == OPERATION_IGNORE);
-        if ignored && !self.source.detached(id) {
+        if ignored && invalid.writer.is_some() {
             tracing::debug!(object = %id, "skipping: {OPERATION_ANNOTATION}={OPERATION_IGNORE}");
             return Step::new(ReconcileResult::skipped, Requeue::Never);
         }
-        match self.release_invalid_access(id).await {
-            Ok(true) => {}
-            Ok(false) => {
-                // The request watches bring the object back as soon as the access is gone.
-                return Step::new(
-                    ReconcileResult::deleting,
-                    Requeue::After(self.options.access_recheck),
-                );
+        let config = match self.platform.config() {
+            ConfigState::Ready(config) => Some(config),
+            _ => None,
+        };
+        let timing = self.timing(config.as_deref());
+        if let Some(decision) = self
+            .give_back(id, &*invalid.access, config.as_deref(), timing)
+            .await
+        {
+            // Its status cannot be written typed; the step and a log line say what happens.
+            if let Some(report) = &decision.report
+                && decision.result == ReconcileResult::error
+            {
+                tracing::warn!(object = %id, error = %report.message, "giving back the access of an undecodable object failed; retrying with backoff");
             }
-            Err(err) => {
-                tracing::warn!(object = %id, error = %err, "giving back the access of an undecodable object failed; retrying with backoff");
-                return Step::new(ReconcileResult::error, Requeue::Backoff);
-            }
+            return Step::new(decision.result, decision.requeue);
         }
-        match self.remove_invalid_finalizer(id, invalid, &finalizer).await {
-            Ok(()) => {
-                tracing::info!(object = %id, "deleted an object that cannot be decoded: access given back, finalizer removed; its `delete` was not called");
-                Step::new(ReconcileResult::deleted, Requeue::Never)
-            }
-            Err(err) => {
-                tracing::warn!(object = %id, error = %err, "removing the finalizer of an undecodable object failed; retrying with backoff");
-                Step::new(ReconcileResult::error, Requeue::Backoff)
-            }
-        }
-    }
-
-    /// Gives back the workload access (when the provider declares one: the ProviderConfig may
-    /// have asked for it earlier), then the tenant's own; `true` once both are gone.
-    async fn release_invalid_access(&self, id: &Identity) -> Result<bool, Error> {
-        if <P::WorkloadCluster as WorkloadAccess>::MODE != WorkloadCluster::None {
-            let reg = match self.platform.config() {
-                ConfigState::Ready(config) => self.workload(&config),
-                _ => None,
-            }
-            .unwrap_or_else(|| Registration::workload(None, P::workload_access()));
-            let gone = self
-                .platform
-                .access()
-                .teardown(&reg, id)
-                .await
-                .map_err(access_error)?;
-            if !gone {
-                return Ok(false);
-            }
-        }
-        self.source.release_tenant(id).await
-    }
-
-    /// Removes the runtime's finalizer with an untyped merge patch, with the object's
-    /// resourceVersion as precondition so a stale cache never drops someone else's finalizer.
-    async fn remove_invalid_finalizer(
-        &self,
-        id: &Identity,
-        invalid: &InvalidObject,
-        finalizer: &str,
-    ) -> Result<(), kube::Error> {
-        if self.source.detached(id) {
+        let Some(writer) = &invalid.writer else {
             self.forget(id);
-            return Ok(());
-        }
-        let meta = &invalid.metadata;
-        let finalizers: Vec<&String> = meta
-            .finalizers
-            .iter()
-            .flatten()
-            .filter(|f| *f != finalizer)
-            .collect();
-        let patch = serde_json::json!({
-            "metadata": {
-                "finalizers": finalizers,
-                "resourceVersion": meta.resource_version,
-            }
-        });
+            return Step::new(ReconcileResult::deleted, Requeue::Never);
+        };
         let resource = ApiResource::erase::<P>(&());
         let api: kube::Api<DynamicObject> = kube::Api::namespaced_with(
-            kube::Client::from(self.source.api(id)),
+            kube::Client::from(writer.api.clone()),
             &id.namespace,
             &resource,
         );
         let name = meta.name.clone().unwrap_or_else(|| id.name.clone());
+        let patch = finalizer::remove(meta, &finalizer);
         match api
             .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => Ok(()),
             // Gone already: what we wanted.
-            Err(err) if crate::access::is_status(&err, 404) => Ok(()),
-            Err(err) => Err(err),
+            Ok(_) => {}
+            Err(err) if crate::access::is_status(&err, 404) => {}
+            Err(err) => {
+                tracing::warn!(object = %id, error = %err, "removing the finalizer of an undecodable object failed; retrying with backoff");
+                return Step::new(ReconcileResult::error, Requeue::Backoff);
+            }
         }
+        tracing::info!(object = %id, "deleted an object that cannot be decoded: access given back, finalizer removed; its `delete` was not called");
+        Step::new(ReconcileResult::deleted, Requeue::Never)
     }
 }

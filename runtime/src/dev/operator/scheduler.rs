@@ -326,7 +326,11 @@ async fn create_cluster(
         .map_err(|e| ReconcileError::Other(e.to_string()))?;
     // A workload cluster comes with Flux, as openMCP's do: providers install Helm charts there.
     if purpose == PURPOSE_WORKLOAD {
-        crate::dev::flux::start(sh, key, &handle)
+        let served: crate::dev::flux::Served = {
+            let (sh, key) = (Arc::downgrade(sh), key.clone());
+            Arc::new(move || sh.upgrade().is_some_and(|sh| sh.handle(&key).is_some()))
+        };
+        crate::dev::flux::start(&sh.stop, served, &handle)
             .await
             .map_err(|e| ReconcileError::Other(e.to_string()))?;
     }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::modes::kcp::settings::{KcpSettings, Sharding, WorkspaceCredentials};
-use crate::reconcile::ProviderInfo;
+use crate::provider::ProviderInfo;
 
 /// kcp mode's flags of `run`.
 #[derive(Clone, Debug, Default, Args)]

@@ -9,13 +9,9 @@
 //! - [`workspaces`]: engagement, the per-workspace object index, and who serves each workspace.
 //! - [`credentials`]: the ServiceAccount and minted tokens per workspace (or supplied ones).
 //! - [`guard`]: the author's workspace client: token refresh on 401, workloads explained.
-//! - The API types (`apis.kcp.io`), which kcp publishes no Rust bindings for: they follow the Go
-//!   types in `github.com/kcp-dev/sdk/apis` field by field, with the fields the runtime uses plus
-//!   those needed to round-trip what kcp returns, as kube `CustomResource`s without a derived
-//!   schema (kcp owns their CRDs).
+//!
+//! The `apis.kcp.io` types it talks in live in [`crate::kcp_api`].
 
-mod api_resource_schema;
-mod condition;
 pub mod credentials;
 pub mod flags;
 pub mod guard;
@@ -23,17 +19,11 @@ pub mod provider_workspace;
 pub mod provision;
 pub mod settings;
 pub mod source;
-pub mod v1alpha1;
-pub mod v1alpha2;
 pub mod workspaces;
 
-pub use api_resource_schema::{APIResourceSchema, APIResourceSchemaSpec, APIResourceVersion};
-pub use condition::Condition;
 pub use provider_workspace::ProviderWorkspace;
 pub use settings::{KcpSettings, Sharding, WorkspaceCredentials};
 pub use source::KcpSource;
 
-/// The API group of every kcp API type here.
-pub const GROUP: &str = "apis.kcp.io";
 /// The annotation kcp puts on every object: the logical cluster it lives in.
 pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";

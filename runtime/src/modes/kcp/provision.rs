@@ -13,9 +13,9 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams}
 use serde_json::Value;
 
 use crate::access::is_status;
-use crate::cli::manifests::{api_export, api_resource_schema};
-use crate::modes::kcp::{APIResourceSchema, v1alpha2};
-use crate::reconcile::ServiceProvider;
+use crate::kcp_api::{APIResourceSchema, v1alpha2};
+use crate::manifests::{api_export, api_resource_schema};
+use crate::provider::ServiceProvider;
 
 /// How often a conflicting export update is retried before giving up.
 const ATTEMPTS: u32 = 10;

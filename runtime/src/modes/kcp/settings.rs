@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::reconcile::ProviderInfo;
+use crate::provider::ProviderInfo;
 
 /// Where the runtime gets the credential it hands to the author for each consumer workspace.
 #[derive(Clone, Debug, PartialEq, Eq)]

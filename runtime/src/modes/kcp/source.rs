@@ -21,6 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
+use futures::future::BoxFuture;
 use kube::core::DeserializeGuard;
 use kube::core::error_boundary::InvalidObject;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -29,20 +30,21 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::AccessState;
 use crate::access::clients::scoped_client;
+use crate::cache::needs_reconcile;
 use crate::cache::{Cache, Change, compact_meta, reflect};
-use crate::controller::{Refusal, Source};
+use crate::controller::source::{AccessRoute, Invalid, Refusal, Resolved, Source, Tenant, Writer};
 use crate::error::Error;
 use crate::events::EventRecorder;
+use crate::kcp_api::v1alpha1::APIExportEndpointSlice;
+use crate::kcp_api::v1alpha2::APIBinding;
 use crate::modes::kcp::credentials::Credentials;
 use crate::modes::kcp::provider_workspace::ProviderWorkspace;
 use crate::modes::kcp::settings::KcpSettings;
-use crate::modes::kcp::v1alpha1::APIExportEndpointSlice;
-use crate::modes::kcp::v1alpha2::APIBinding;
 use crate::modes::kcp::workspaces::Workspaces;
 use crate::modes::kcp::{CLUSTER_ANNOTATION, guard};
-use crate::modes::standard::needs_reconcile;
 use crate::platform::Platform;
-use crate::reconcile::{ServiceProvider, compact_object};
+use crate::provider::{ServiceProvider, compact_object};
+use crate::queue::Triggers;
 use crate::tenant::{Identity, Mode};
 
 /// Reason of the `Ready` condition of an object that is not served because an older one serves
@@ -546,21 +548,41 @@ impl<P: ServiceProvider> Source<P> for KcpSource<P> {
         Mode::Kcp
     }
 
-    /// The object, when this replica serves it: its workspace is in this replica's share and
-    /// engaged (or the object is detached). Triggers from elsewhere (a platform watch seeing
-    /// another replica's access requests) thus never make two replicas reconcile one workspace.
-    fn get(&self, id: &Identity) -> Option<Arc<P>> {
-        let cluster = id.cluster.as_deref()?;
-        if !self.settings.sharding.owns(cluster) {
-            return None;
-        }
-        if let Some(ghost) = self.ghosts().get(id) {
-            return Some(ghost.clone());
-        }
-        if !self.workspaces().is_engaged(cluster) {
-            return None;
-        }
-        self.lookup(id)
+    /// Builds the workspace's virtual-workspace client once; the object's API handle, its Event
+    /// recorder and the route to the workspace all share it.
+    fn resolve(&self, id: &Identity) -> Resolved<P> {
+        let Some(cluster) = id.cluster.clone() else {
+            return Resolved::Gone;
+        };
+        let Some(object) = self.get(id) else {
+            let Some(invalid) = self.invalid(id) else {
+                return Resolved::Gone;
+            };
+            let vw = self.vw_client(&cluster);
+            let owner = invalid.metadata.deletion_timestamp.is_some() && self.is_owner(id);
+            return Resolved::Invalid(Invalid {
+                writer: Some(self.writer(id, vw.clone())),
+                access: self.workspace_access(id, cluster, vw, false, owner),
+                object: invalid,
+            });
+        };
+        let detached = self.detached(id);
+        let vw = self.vw_client(&cluster);
+        let deleting = object.meta().deletion_timestamp.is_some();
+        let admission = if deleting || detached {
+            Ok(())
+        } else {
+            self.admit(id)
+        };
+        // Only the object serving the workspace was ever given access.
+        let owner = deleting && self.is_owner(id);
+        let writer = (!detached).then(|| self.writer(id, vw.clone()));
+        Resolved::Found(Tenant {
+            object,
+            writer,
+            admission,
+            access: self.workspace_access(id, cluster, vw, detached, owner),
+        })
     }
 
     fn keys(&self) -> Vec<Identity> {
@@ -597,85 +619,6 @@ impl<P: ServiceProvider> Source<P> for KcpSource<P> {
         }
     }
 
-    fn api(&self, id: &Identity) -> Api<P> {
-        let cluster = id.cluster.as_deref().unwrap_or_default();
-        Api::namespaced(self.vw_client(cluster), &id.namespace)
-    }
-
-    fn events(&self, id: &Identity) -> EventRecorder {
-        if self.detached(id) {
-            return EventRecorder::disabled();
-        }
-        let cluster = id.cluster.as_deref().unwrap_or_default();
-        EventRecorder::new(
-            self.vw_client(cluster),
-            self.platform.provider_name(),
-            self.platform.pod_name().map(str::to_owned),
-        )
-    }
-
-    async fn tenant_access(&self, id: &Identity, _object: &P) -> Result<AccessState, Error> {
-        let Some(cluster) = id.cluster.clone() else {
-            return Err(Error::transient_msg(format!(
-                "{id} has no logical cluster; kcp mode serves kcp objects only"
-            )));
-        };
-        let credentials = self.credentials.clone();
-        let triggers = self.platform.triggers().clone();
-        let owner = id.clone();
-        let on_unauthorized = {
-            let cluster = cluster.clone();
-            move |token: &str| {
-                if credentials.invalidate(&cluster, token) {
-                    triggers.trigger(owner.clone());
-                }
-            }
-        };
-        let reachable = !self.detached(id);
-        self.credentials
-            .access(
-                &cluster,
-                id,
-                reachable,
-                || self.vw_client(&cluster),
-                on_unauthorized,
-            )
-            .await
-    }
-
-    fn tenant_released(&self, id: &Identity) -> Result<bool, Error> {
-        let Some(cluster) = id.cluster.as_deref() else {
-            return Ok(true);
-        };
-        // Only the object serving the workspace was ever given access.
-        if !self.is_owner(id) {
-            return Ok(true);
-        }
-        Ok(self.credentials.released(cluster)
-            || (self.detached(id) && !self.credentials.has_token(cluster)))
-    }
-
-    async fn release_tenant(&self, id: &Identity) -> Result<bool, Error> {
-        let Some(cluster) = id.cluster.as_deref() else {
-            return Ok(true);
-        };
-        if !self.is_owner(id) {
-            return Ok(true);
-        }
-        let vw = (!self.detached(id)).then(|| self.vw_client(cluster));
-        self.credentials.release(cluster, vw).await
-    }
-
-    fn invalid(&self, id: &Identity) -> Option<Arc<InvalidObject>> {
-        let cluster = id.cluster.as_deref()?;
-        if !self.settings.sharding.owns(cluster) {
-            return None;
-        }
-        self.endpoint_list()
-            .iter()
-            .find_map(|e| e.objects.invalid(id))
-    }
-
     fn forget(&self, id: &Identity) {
         self.ghosts().remove(id);
         let Some(cluster) = id.cluster.as_deref() else {
@@ -696,10 +639,43 @@ impl<P: ServiceProvider> Source<P> for KcpSource<P> {
         }
     }
 
+    fn classify(&self, err: Error) -> Error {
+        guard::classify(err)
+    }
+}
+
+impl<P: ServiceProvider> KcpSource<P> {
+    /// The object, when this replica serves it: its workspace is in this replica's share and
+    /// engaged (or the object is detached). Triggers from elsewhere (a platform watch seeing
+    /// another replica's access requests) thus never make two replicas reconcile one workspace.
+    fn get(&self, id: &Identity) -> Option<Arc<P>> {
+        let cluster = id.cluster.as_deref()?;
+        if !self.settings.sharding.owns(cluster) {
+            return None;
+        }
+        if let Some(ghost) = self.ghosts().get(id) {
+            return Some(ghost.clone());
+        }
+        if !self.workspaces().is_engaged(cluster) {
+            return None;
+        }
+        self.lookup(id)
+    }
+
+    fn invalid(&self, id: &Identity) -> Option<Arc<InvalidObject>> {
+        let cluster = id.cluster.as_deref()?;
+        if !self.settings.sharding.owns(cluster) {
+            return None;
+        }
+        self.endpoint_list()
+            .iter()
+            .find_map(|e| e.objects.invalid(id))
+    }
+
     /// One object per workspace is served: an object holding the finalizer keeps its workspace;
     /// otherwise the oldest (creation time, then namespace and name) serves it. The others say
     /// which object serves the workspace and wait until it is gone.
-    fn admit(&self, id: &Identity, _object: &P) -> Result<(), Refusal> {
+    fn admit(&self, id: &Identity) -> Result<(), Refusal> {
         let Some(cluster) = id.cluster.as_deref() else {
             return Ok(());
         };
@@ -743,12 +719,37 @@ impl<P: ServiceProvider> Source<P> for KcpSource<P> {
         self.ghosts().contains_key(id)
     }
 
-    fn classify(&self, _id: &Identity, err: Error) -> Error {
-        guard::classify(err)
+    fn workspace_access(
+        &self,
+        id: &Identity,
+        cluster: String,
+        vw: kube::Client,
+        detached: bool,
+        owner: bool,
+    ) -> Box<dyn AccessRoute> {
+        Box::new(WorkspaceAccess {
+            credentials: self.credentials.clone(),
+            triggers: self.platform.triggers().clone(),
+            id: id.clone(),
+            cluster,
+            vw,
+            detached,
+            owner,
+        })
     }
-}
 
-impl<P: ServiceProvider> KcpSource<P> {
+    fn writer(&self, id: &Identity, vw: kube::Client) -> Writer<P> {
+        let events = EventRecorder::new(
+            vw.clone(),
+            self.platform.provider_name(),
+            self.platform.pod_name().map(str::to_owned),
+        );
+        Writer {
+            api: Api::namespaced(vw, &id.namespace),
+            events,
+        }
+    }
+
     fn refusal(&self, owner: &Identity) -> Refusal {
         let kind = P::INFO.kind;
         Refusal {
@@ -758,5 +759,63 @@ impl<P: ServiceProvider> KcpSource<P> {
                 owner.namespace, owner.name, owner.namespace, owner.name
             ),
         }
+    }
+}
+
+/// The route to a consumer workspace: a ServiceAccount token the runtime mints there (or the
+/// credentials the platform supplies), given back by deleting the ServiceAccount.
+struct WorkspaceAccess {
+    credentials: Arc<Credentials>,
+    triggers: Triggers,
+    id: Identity,
+    cluster: String,
+    /// The workspace through the virtual workspace, as the provider.
+    vw: kube::Client,
+    /// The object is out of reach: nothing is written through the virtual workspace.
+    detached: bool,
+    /// Whether the object serves the workspace (decided for a deleting object only).
+    owner: bool,
+}
+
+impl AccessRoute for WorkspaceAccess {
+    fn ensure(&self) -> BoxFuture<'_, Result<AccessState, Error>> {
+        Box::pin(async move {
+            let on_unauthorized = {
+                let (credentials, triggers) = (self.credentials.clone(), self.triggers.clone());
+                let (cluster, owner) = (self.cluster.clone(), self.id.clone());
+                move |token: &str| {
+                    if credentials.invalidate(&cluster, token) {
+                        triggers.trigger(owner.clone());
+                    }
+                }
+            };
+            self.credentials
+                .access(
+                    &self.cluster,
+                    &self.id,
+                    !self.detached,
+                    || self.vw.clone(),
+                    on_unauthorized,
+                )
+                .await
+        })
+    }
+
+    fn released(&self) -> Result<bool, Error> {
+        if !self.owner {
+            return Ok(true);
+        }
+        Ok(self.credentials.released(&self.cluster)
+            || (self.detached && !self.credentials.has_token(&self.cluster)))
+    }
+
+    fn release(&self) -> BoxFuture<'_, Result<bool, Error>> {
+        Box::pin(async move {
+            if !self.owner {
+                return Ok(true);
+            }
+            let vw = (!self.detached).then(|| self.vw.clone());
+            self.credentials.release(&self.cluster, vw).await
+        })
     }
 }

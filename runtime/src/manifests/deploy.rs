@@ -9,10 +9,10 @@ use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
 use super::Manifest;
+use crate::manifests::rbac::Place;
 use crate::openmcp::constants::CLUSTER_LABEL;
 use crate::openmcp::{DeploymentSpec, MetricsConfig, ServiceProvider as ServiceProviderObject};
-use crate::rbac::Place;
-use crate::reconcile::ServiceProvider;
+use crate::provider::ServiceProvider;
 
 /// The port `run` serves `/metrics` on by default (`--metrics-bind-address :8080`), which is also
 /// openmcp-operator's default metrics port.

@@ -5,11 +5,11 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::modes::kcp::{
+use crate::kcp_api::{
     APIResourceSchema, APIResourceSchemaSpec, APIResourceVersion, v1alpha1, v1alpha2,
 };
-use crate::rbac;
-use crate::reconcile::{ProviderInfo, ServiceProvider};
+use crate::manifests::rbac;
+use crate::provider::{ProviderInfo, ServiceProvider};
 
 /// The APIResourceSchema of `P`'s Service API (see [`api_resource_schema_from_crd`]).
 pub fn api_resource_schema<P: ServiceProvider>() -> APIResourceSchema {

@@ -8,8 +8,8 @@
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::modes::kcp::v1alpha2::PermissionClaim;
-use crate::reconcile::ProviderInfo;
+use crate::kcp_api::v1alpha2::PermissionClaim;
+use crate::provider::ProviderInfo;
 
 /// A place the runtime acts in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -57,7 +57,7 @@ const COORDINATION: &str = "coordination.k8s.io";
 const EVENTS: &str = "events.k8s.io";
 const APIEXTENSIONS: &str = "apiextensions.k8s.io";
 const RBAC: &str = "rbac.authorization.k8s.io";
-const KCP_APIS: &str = crate::modes::kcp::GROUP;
+const KCP_APIS: &str = crate::kcp_api::GROUP;
 const AUTHENTICATION: &str = "authentication.k8s.io";
 
 fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {

@@ -6,7 +6,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use kube::CustomResourceExt;
 
 use crate::openmcp::constants::{PURPOSE_ONBOARDING, PURPOSE_PLATFORM};
-use crate::reconcile::ServiceProvider;
+use crate::provider::ServiceProvider;
 
 /// The label by which `init` routes each CRD to its cluster.
 pub use crate::openmcp::constants::CLUSTER_LABEL;

@@ -22,7 +22,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use crate::rbac::Place;
+pub(crate) mod rbac;
+
 pub use crd::{CLUSTER_LABEL, COMMON_COLUMNS, common_columns, provider_config_crd, service_crd};
 #[cfg(feature = "dev")]
 pub(crate) use deploy::spec_sample;
@@ -31,9 +32,9 @@ pub use files::{
     Difference, DifferenceKind, FileChange, FileReport, ManifestsError, check_dir, write_dir,
 };
 pub use kcp::{api_export, api_export_v1alpha1, api_resource_schema, api_resource_schema_from_crd};
+pub use rbac::Place;
 
-use crate::rbac;
-use crate::reconcile::ServiceProvider;
+use crate::provider::ServiceProvider;
 
 /// One object of a provider's manifests.
 #[derive(Clone, Debug, PartialEq)]

@@ -228,7 +228,7 @@ pub fn check_dir(manifests: &[Manifest], dir: &Path) -> Result<Vec<Difference>, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rbac::Place;
+    use crate::manifests::rbac::Place;
 
     fn manifest(path: &str, name: &str) -> Manifest {
         Manifest::new(
