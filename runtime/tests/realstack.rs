@@ -1,6 +1,8 @@
 //! The launcher of real kube-apiservers (`dev::realstack`): a kube-apiserver built by `cargo xtask
 //! realstack` (or envtest's, through `KUBEBUILDER_ASSETS`) starts, serves the admin, enforces
-//! RBAC, and leaves no process behind. Skipped, saying so, where the binaries are not built.
+//! RBAC, and leaves no process behind. Skipped, saying so, where the binaries are not built —
+//! unless the real backend is asked for (`SERVICE_PROVIDER_TEST_BACKEND=kube-apiserver`, which
+//! `cargo xtask test-real` and CI set): then missing binaries fail the test.
 
 use std::time::{Duration, Instant};
 
@@ -11,10 +13,19 @@ use service_provider_runtime::dev::realstack::{
     Binaries, KUBERNETES_VERSION, KubeApiserver, RealStack,
 };
 
-/// The binaries, or `None` (and a line saying why the test is skipped).
+/// The binaries, or `None` (and a line saying why the test is skipped); a failure when the real
+/// backend was asked for.
 fn binaries() -> Option<Binaries> {
     match Binaries::find() {
         Ok(b) => Some(b),
+        Err(e)
+            if std::env::var("SERVICE_PROVIDER_TEST_BACKEND").as_deref()
+                == Ok("kube-apiserver") =>
+        {
+            panic!(
+                "SERVICE_PROVIDER_TEST_BACKEND=kube-apiserver, but {e}; run `cargo xtask test-real`, which builds them"
+            )
+        }
         Err(e) => {
             eprintln!("skipped: {e}");
             None

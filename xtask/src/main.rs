@@ -65,6 +65,9 @@ enum Command {
     /// cache directory keyed by their versions (reused when present), and print it as the last
     /// line, `KUBEBUILDER_ASSETS=<dir>`. A KUBEBUILDER_ASSETS that already holds both is used as is.
     Realstack,
+    /// Build the real kube-apiserver and etcd if needed (as `realstack` does) and run the tests
+    /// that use them, with SERVICE_PROVIDER_TEST_BACKEND=kube-apiserver so none of them skips.
+    TestReal,
 }
 
 fn main() -> ExitCode {
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Command::Modules { check } => modules::run(&root, "runtime", check),
         Command::Protobuf { protos } => protobuf::run(&root, &protos),
         Command::Realstack => realstack::run(&root),
+        Command::TestReal => realstack::test_real(&root),
     };
     match result {
         Ok(code) => code,

@@ -51,6 +51,42 @@ impl Versions {
 }
 
 pub(crate) fn run(root: &Path) -> anyhow::Result<ExitCode> {
+    let dir = assets(root)?;
+    println!("KUBEBUILDER_ASSETS={}", dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cargo xtask test-real`: the binaries (built when the cache is cold), then every test that
+/// runs on real kube-apiservers, with `SERVICE_PROVIDER_TEST_BACKEND=kube-apiserver` so a test
+/// that cannot find them fails instead of skipping.
+pub(crate) fn test_real(root: &Path) -> anyhow::Result<ExitCode> {
+    let dir = assets(root)?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(root)
+        .args([
+            "test",
+            "-p",
+            "service-provider-runtime",
+            "--features",
+            "dev",
+            "--test",
+            "realstack",
+        ])
+        .env("KUBEBUILDER_ASSETS", &dir)
+        .env("SERVICE_PROVIDER_TEST_BACKEND", "kube-apiserver")
+        .status()
+        .context("running cargo test")?;
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The directory holding both binaries: `KUBEBUILDER_ASSETS` when it does, else the cache,
+/// built first when it is cold.
+fn assets(root: &Path) -> anyhow::Result<PathBuf> {
     let assets = std::env::var_os("KUBEBUILDER_ASSETS").filter(|v| !v.is_empty());
     if let Some(dir) = assets {
         let dir = PathBuf::from(dir);
@@ -60,8 +96,7 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<ExitCode> {
                 dir.display(),
                 BINARIES.join(" and ")
             );
-            println!("KUBEBUILDER_ASSETS={}", dir.display());
-            return Ok(ExitCode::SUCCESS);
+            return Ok(dir);
         }
         eprintln!(
             "realstack: KUBEBUILDER_ASSETS={} does not hold both {}; using the realstack cache",
@@ -78,8 +113,7 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<ExitCode> {
     } else {
         build(root, &versions, &cache, &dir)?;
     }
-    println!("KUBEBUILDER_ASSETS={}", dir.display());
-    Ok(ExitCode::SUCCESS)
+    Ok(dir)
 }
 
 /// Both binaries are regular files in `dir`.
