@@ -5,18 +5,33 @@
 //! A test of a provider lives next to it (providers are binaries, so in a `#[cfg(test)]` module of
 //! `main.rs`), with the kit turned on by the provider's `dev` feature:
 //!
-//! ```no_run
+//! ```
 //! # use service_provider::prelude::*;
+//! # use service_provider::kube::{Api, api::{DeleteParams, ObjectMeta, Patch, PatchParams}};
 //! # #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
 //! # pub struct HelloSpec { pub greeting: String }
 //! # impl Reconcile for Hello {
-//! #     async fn create_or_update(&self, _: &Context<Self>) -> Result<Outcome, Error> { Ok(Outcome::ready()) }
-//! #     async fn delete(&self, _: &Context<Self>) -> Result<Deletion, Error> { Ok(Deletion::done()) }
+//! #     async fn create_or_update(&self, cx: &Context<Self>) -> Result<Outcome, Error> {
+//! #         let greeting = ConfigMap {
+//! #             metadata: ObjectMeta { name: Some("hello".into()), ..Default::default() },
+//! #             data: Some([("greeting".to_owned(), format!("Hello, {}!", self.spec.greeting))].into()),
+//! #             ..Default::default()
+//! #         };
+//! #         Api::<ConfigMap>::namespaced(cx.mcp().client().clone(), "default")
+//! #             .patch("hello", &PatchParams::apply("hello").force(), &Patch::Apply(&greeting)).await?;
+//! #         Ok(Outcome::ready())
+//! #     }
+//! #     async fn delete(&self, cx: &Context<Self>) -> Result<Deletion, Error> {
+//! #         let _ = Api::<ConfigMap>::namespaced(cx.mcp().client().clone(), "default")
+//! #             .delete("hello", &DeleteParams::default()).await;
+//! #         Ok(Deletion::done())
+//! #     }
 //! # }
 //! use service_provider::k8s_openapi::api::core::v1::ConfigMap;
 //! use service_provider::testing::{TestError, TestPlatform};
 //!
-//! # async fn test() -> Result<(), TestError> {
+//! # #[tokio::main(flavor = "multi_thread")]
+//! # async fn main() -> Result<(), TestError> {
 //! // #[tokio::test(flavor = "multi_thread")]
 //! // async fn greets_the_tenant() -> Result<(), TestError> {
 //! let platform = TestPlatform::<Hello>::start().await?;
@@ -231,7 +246,7 @@ fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> TestError {
 
 /// Configures a [`TestPlatform`] before it starts.
 ///
-/// ```no_run
+/// ```
 /// # use service_provider::prelude::*;
 /// # #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
 /// # pub struct HelloSpec { pub greeting: String }
@@ -239,7 +254,8 @@ fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> TestError {
 /// #     async fn create_or_update(&self, _: &Context<Self>) -> Result<Outcome, Error> { Ok(Outcome::ready()) }
 /// #     async fn delete(&self, _: &Context<Self>) -> Result<Deletion, Error> { Ok(Deletion::done()) }
 /// # }
-/// # async fn test() -> Result<(), service_provider::testing::TestError> {
+/// # #[tokio::main(flavor = "multi_thread")]
+/// # async fn main() -> Result<(), service_provider::testing::TestError> {
 /// use std::time::Duration;
 /// use service_provider::testing::TestPlatform;
 ///
@@ -248,7 +264,7 @@ fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> TestError {
 ///     .timeout(Duration::from_secs(30))
 ///     .start()
 ///     .await?;
-/// # let _ = platform; Ok(()) }
+/// # platform.stop().await; Ok(()) }
 /// ```
 pub struct TestPlatformBuilder<P> {
     config: Option<Value>,
