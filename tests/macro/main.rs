@@ -23,6 +23,10 @@ mod velero_by_hand;
 mod kitchen_sink;
 mod manifests;
 mod readme;
+// README's provider example as copied, so it compiles; kept byte for byte as README has it.
+#[allow(dead_code, unreachable_pub)]
+#[rustfmt::skip]
+mod readme_provider;
 mod real_rules;
 mod schema_names;
 mod ship;

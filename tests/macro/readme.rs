@@ -1,6 +1,8 @@
 //! The README's "Testing your provider" example is the `examples/hello` test that runs in this
 //! binary (`hello::tests`), so it compiles and passes, and cannot drift from it; README's Cargo
-//! lines resolve to a build k8s-openapi accepts.
+//! lines resolve to a build k8s-openapi accepts; its "Writing a provider" example and "Managed
+//! resources" lines are `readme_provider.rs`, compiled here, and the validation rules are
+//! `examples/hello`'s.
 
 /// The first fenced code block after `heading` whose info string starts with `rust`.
 fn rust_block_after<'a>(text: &'a str, heading: &str) -> Option<&'a str> {
@@ -124,5 +126,47 @@ fn readme_cargo_lines_give_a_test_build_one_kubernetes_version() {
         if let Some(expected) = expected {
             assert_eq!(versions, [expected], "{name}");
         }
+    }
+}
+
+/// Whether `file` holds `block`'s lines, consecutively, each as written up to its indentation.
+fn holds_lines(file: &str, block: &str) -> bool {
+    let lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| l.trim().to_owned())
+            .filter(|l| !l.is_empty())
+            .collect()
+    };
+    let (file, block) = (lines(file), lines(block));
+    !block.is_empty() && file.windows(block.len()).any(|w| w == block.as_slice())
+}
+
+/// README's Rust an author copies compiles: the provider of "Writing a provider" and the lines
+/// of "Managed resources" are `readme_provider.rs` (compiled in this binary), the validation
+/// rules are examples/hello's (compiled and tested in this binary).
+#[test]
+fn readme_rust_examples_are_compiled_here() {
+    let readme = include_str!("../../README.md");
+    let copied = include_str!("readme_provider.rs");
+    let hello = include_str!("../../examples/hello/main.rs");
+    for (heading, file, name) in [
+        (
+            "## Writing a provider",
+            copied,
+            "tests/macro/readme_provider.rs",
+        ),
+        (
+            "### Managed resources",
+            copied,
+            "tests/macro/readme_provider.rs",
+        ),
+        ("### Validation rules", hello, "examples/hello/main.rs"),
+    ] {
+        let block = rust_block_after(readme, heading)
+            .unwrap_or_else(|| panic!("README.md has a rust block under {heading:?}"));
+        assert!(
+            holds_lines(file, block),
+            "README.md's example under {heading:?} differs from {name}, where it is compiled; copy it over:\n{block}"
+        );
     }
 }
