@@ -244,6 +244,74 @@ fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> TestError {
     move |source| TestError::Kube { what, source }
 }
 
+/// The provider the kit's own rustdoc examples run, so that each example starts a real platform
+/// in a few hidden lines: `Hello` greets `greeting` in ConfigMap `default/hello` of the tenant's
+/// cluster, refuses a `version` the ProviderConfig does not offer, and removes the greeting on
+/// delete. Not for providers' tests (hidden from the docs; may change at any time).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __testing_example_provider {
+    () => {
+        use $crate::k8s_openapi::api::core::v1::ConfigMap;
+        use $crate::kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams};
+        use $crate::prelude::*;
+
+        /// Greets a tenant.
+        #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
+        pub struct HelloSpec {
+            /// Whom to greet.
+            #[serde(default)]
+            pub greeting: String,
+            /// A version the ProviderConfig must offer, when set.
+            #[serde(default)]
+            pub version: String,
+        }
+
+        impl Reconcile for Hello {
+            async fn create_or_update(&self, cx: &Context<Self>) -> Result<Outcome, Error> {
+                if !self.spec.version.is_empty() {
+                    cx.common().resolve_version(&self.spec.version)?;
+                }
+                let greeting = ConfigMap {
+                    metadata: ObjectMeta {
+                        name: Some("hello".into()),
+                        ..Default::default()
+                    },
+                    data: Some(
+                        [(
+                            "greeting".to_owned(),
+                            format!("Hello, {}!", self.spec.greeting),
+                        )]
+                        .into(),
+                    ),
+                    ..Default::default()
+                };
+                $crate::kube::Api::<ConfigMap>::namespaced(cx.mcp().client().clone(), "default")
+                    .patch(
+                        "hello",
+                        &PatchParams::apply("hello").force(),
+                        &Patch::Apply(&greeting),
+                    )
+                    .await?;
+                Ok(Outcome::ready())
+            }
+            async fn delete(&self, cx: &Context<Self>) -> Result<Deletion, Error> {
+                match $crate::kube::Api::<ConfigMap>::namespaced(
+                    cx.mcp().client().clone(),
+                    "default",
+                )
+                .delete("hello", &DeleteParams::default())
+                .await
+                {
+                    Ok(_) => Ok(Deletion::done()),
+                    Err($crate::kube::Error::Api(s)) if s.code == 404 => Ok(Deletion::done()),
+                    Err(e) => Err(e.into()),
+                }
+            }
+        }
+    };
+}
+
 /// Configures a [`TestPlatform`] before it starts.
 ///
 /// ```
@@ -840,10 +908,17 @@ impl<P> fmt::Debug for Tenant<P> {
 impl<P: ServiceProvider> Tenant<P> {
     /// The Service API object's name.
     ///
-    /// ```no_run
-    /// # fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
     /// println!("{}", tenant.name());
-    /// # }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn name(&self) -> &str {
         &self.identity.name
@@ -851,10 +926,17 @@ impl<P: ServiceProvider> Tenant<P> {
 
     /// The Service API object's namespace.
     ///
-    /// ```no_run
-    /// # fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
     /// println!("{}", tenant.namespace());
-    /// # }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn namespace(&self) -> &str {
         &self.identity.namespace
@@ -862,11 +944,18 @@ impl<P: ServiceProvider> Tenant<P> {
 
     /// Who the tenant is to the provider: what `cx.identity()` says in `create_or_update`.
     ///
-    /// ```no_run
-    /// # fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
     /// // The tenant's namespace on a shared workload cluster, as a provider might name it.
     /// let namespace = format!("velero-{}", tenant.identity().stable_id());
-    /// # let _ = namespace; }
+    /// # let _ = namespace; platform.stop().await; Ok(()) }
     /// ```
     pub fn identity(&self) -> &Identity {
         &self.identity
@@ -874,10 +963,17 @@ impl<P: ServiceProvider> Tenant<P> {
 
     /// Standard or kcp.
     ///
-    /// ```no_run
-    /// # fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
     /// assert_eq!(tenant.mode(), service_provider::Mode::Standard);
-    /// # }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn mode(&self) -> Mode {
         self.identity.mode()
@@ -905,10 +1001,17 @@ impl<P: ServiceProvider> Tenant<P> {
 
     /// The Service API object as the end user sees it now.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
     /// let object = tenant.get().await?;
-    /// # let _ = object; Ok(()) }
+    /// # let _ = object; platform.stop().await; Ok(()) }
     /// ```
     pub async fn get(&self) -> Result<P, TestError> {
         self.api
@@ -933,11 +1036,18 @@ impl<P: ServiceProvider> Tenant<P> {
     /// `observedGeneration == generation`); returns it. On timeout the error says what is stuck
     /// (see [`explain`](Self::explain)).
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
     /// let ready = tenant.wait_ready().await?;
-    /// assert_eq!(ready.status().unwrap().condition("Ready").unwrap().status, "True");
-    /// # Ok(()) }
+    /// assert!(service_provider::testing::is_ready(&ready));
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn wait_ready(&self) -> Result<P, TestError> {
         self.wait_until("to be Ready", is_ready::<P>).await
@@ -999,11 +1109,18 @@ impl<P: ServiceProvider> Tenant<P> {
     /// Replaces the object's `spec`, as the end user would edit it; [`wait_ready`](Self::wait_ready)
     /// then waits for the new generation.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
     /// tenant.set_spec(serde_json::json!({ "version": "2.0.0" })).await?;
     /// tenant.wait_ready().await?;
-    /// # Ok(()) }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn set_spec(&self, spec: impl Serialize) -> Result<P, TestError> {
         self.api
@@ -1059,11 +1176,19 @@ impl<P: ServiceProvider> Tenant<P> {
     /// The tenant cluster the provider installs into: the MCP cluster in standard mode, the
     /// workspace in kcp mode; as its admin.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
     /// use service_provider::k8s_openapi::api::core::v1::ConfigMap;
+    /// tenant.wait_ready().await?;
     /// let greeting: ConfigMap = tenant.mcp().get("default/hello").await?;
-    /// # let _ = greeting; Ok(()) }
+    /// # let _ = greeting; platform.stop().await; Ok(()) }
     /// ```
     pub fn mcp(&self) -> &Cluster {
         &self.cluster
@@ -1104,10 +1229,17 @@ impl<P: ServiceProvider> Tenant<P> {
     /// The Events about the object, oldest first: the runtime's on status transitions and the
     /// provider's own (`cx.events()`).
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
     /// let reasons: Vec<String> = tenant.events().await?.into_iter().filter_map(|e| e.reason).collect();
-    /// # let _ = reasons; Ok(()) }
+    /// # let _ = reasons; platform.stop().await; Ok(()) }
     /// ```
     pub async fn events(&self) -> Result<Vec<Event>, TestError> {
         let api: Api<Event> = Api::namespaced(self.api.clone().into_client(), self.namespace());
@@ -1141,10 +1273,17 @@ impl<P: ServiceProvider> Tenant<P> {
     /// generation, conditions and finalizers, its last Events, and the access requests the
     /// platform has not granted. What a timeout reports; handy in an `assert!` message too.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
     /// println!("{}", tenant.explain().await);
-    /// # }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn explain(&self) -> String {
         let mut lines = Vec::new();
@@ -1291,10 +1430,18 @@ pub fn registry_secret(name: &str, registry: &str, username: &str, password: &st
 /// Whether a Service API object is Ready for its current generation: phase `Ready` and
 /// `observedGeneration == generation`, what [`Tenant::wait_ready`] waits for.
 ///
-/// ```no_run
-/// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+/// ```
+/// # service_provider::__testing_example_provider!();
+/// # #[tokio::main(flavor = "multi_thread")]
+/// # async fn main() -> Result<(), service_provider::testing::TestError> {
+/// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+/// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+/// #     .start()
+/// #     .await?;
+/// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
+/// # tenant.wait_ready().await?;
 /// assert!(service_provider::testing::is_ready(&tenant.get().await?));
-/// # Ok(()) }
+/// # platform.stop().await; Ok(()) }
 /// ```
 pub fn is_ready<P: ServiceProvider>(object: &P) -> bool {
     object.status().is_some_and(|s| {
@@ -1558,12 +1705,21 @@ enum Seen<K> {
 /// cluster-scoped kinds) and waits, or the [`client`](Self::client) for anything else. Cheap to
 /// clone.
 ///
-/// ```no_run
-/// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::testing::TestError> {
+/// ```
+/// # service_provider::__testing_example_provider!();
+/// # #[tokio::main(flavor = "multi_thread")]
+/// # async fn main() -> Result<(), service_provider::testing::TestError> {
+/// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+/// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+/// #     .start()
+/// #     .await?;
+/// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
+/// # let cluster = tenant.mcp();
+/// # tenant.wait_ready().await?;
 /// use service_provider::k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 /// let greeting: ConfigMap = cluster.get("default/hello").await?;
 /// let namespace: Option<Namespace> = cluster.get_opt("velero-system").await?;
-/// # let _ = (greeting, namespace); Ok(()) }
+/// # let _ = (greeting, namespace); platform.stop().await; Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct Cluster {
@@ -1649,11 +1805,21 @@ impl Cluster {
 
     /// The object `key` (`namespace/name`, or `name` for a cluster-scoped kind), if it exists.
     ///
-    /// ```no_run
-    /// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
+    /// # let cluster = tenant.mcp();
+    /// # tenant.delete().await?;
+    /// # tenant.wait_gone().await?;
     /// use service_provider::k8s_openapi::api::core::v1::ConfigMap;
     /// assert!(cluster.get_opt::<ConfigMap>("default/hello").await?.is_none(), "uninstalled");
-    /// # Ok(()) }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn get_opt<K>(&self, key: &str) -> Result<Option<K>, TestError>
     where
@@ -1674,11 +1840,19 @@ impl Cluster {
     /// Every object of kind `K` in `namespace` (`None`: in every namespace, or a cluster-scoped
     /// kind).
     ///
-    /// ```no_run
-    /// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
+    /// # let cluster = tenant.mcp();
     /// use service_provider::k8s_openapi::api::apps::v1::Deployment;
     /// let deployments: Vec<Deployment> = cluster.list(Some("velero-ns")).await?;
-    /// # let _ = deployments; Ok(()) }
+    /// # let _ = deployments; platform.stop().await; Ok(()) }
     /// ```
     pub async fn list<K>(&self, namespace: Option<&str>) -> Result<Vec<K>, TestError>
     where
@@ -1705,15 +1879,24 @@ impl Cluster {
     /// Waits until object `key` exists and `condition` holds for it; returns it. On timeout
     /// the error shows the object's last state.
     ///
-    /// ```no_run
-    /// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
+    /// # let cluster = tenant.mcp();
+    /// # tenant.set_spec(serde_json::json!({ "greeting": "again" })).await?;
     /// use service_provider::k8s_openapi::api::core::v1::ConfigMap;
     /// let updated: ConfigMap = cluster
     ///     .wait_for("default/hello", |c: &ConfigMap| {
     ///         c.data.as_ref().is_some_and(|d| d["greeting"] == "Hello, again!")
     ///     })
     ///     .await?;
-    /// # let _ = updated; Ok(()) }
+    /// # let _ = updated; platform.stop().await; Ok(()) }
     /// ```
     pub async fn wait_for<K>(
         &self,
@@ -1741,11 +1924,20 @@ impl Cluster {
     /// finalizers, whether it is being deleted). An object whose cluster the platform deleted
     /// (a workload cluster whose last tenant left) or whose CRD was removed is gone too.
     ///
-    /// ```no_run
-    /// # async fn f(cluster: &service_provider::testing::Cluster) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
+    /// # let cluster = tenant.mcp();
+    /// # tenant.delete().await?;
     /// use service_provider::k8s_openapi::api::core::v1::ConfigMap;
     /// cluster.wait_gone::<ConfigMap>("default/hello").await?;
-    /// # Ok(()) }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn wait_gone<K>(&self, key: &str) -> Result<(), TestError>
     where
