@@ -13,26 +13,6 @@ use service_provider_runtime::dev::realstack::{
     Binaries, KUBERNETES_VERSION, KubeApiserver, RealStack,
 };
 
-/// The binaries, or `None` (and a line saying why the test is skipped); a failure when the real
-/// backend was asked for.
-fn binaries() -> Option<Binaries> {
-    match Binaries::find() {
-        Ok(b) => Some(b),
-        Err(e)
-            if std::env::var("SERVICE_PROVIDER_TEST_BACKEND").as_deref()
-                == Ok("kube-apiserver") =>
-        {
-            panic!(
-                "SERVICE_PROVIDER_TEST_BACKEND=kube-apiserver, but {e}; run `cargo xtask test-real`, which builds them"
-            )
-        }
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            None
-        }
-    }
-}
-
 /// Waits until process `pid` is gone.
 async fn wait_exited(pid: u32, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
@@ -55,7 +35,7 @@ fn status_code(err: &kube::Error) -> Option<u16> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_apiserver_serves_the_admin_and_enforces_rbac() -> anyhow::Result<()> {
-    let Some(binaries) = binaries() else {
+    let Some(binaries) = Binaries::for_test() else {
         return Ok(());
     };
     let stack = RealStack::start_with(binaries, Duration::from_secs(120)).await?;
@@ -167,7 +147,7 @@ async fn kube_apiserver_serves_the_admin_and_enforces_rbac() -> anyhow::Result<(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clusters_on_one_etcd_do_not_see_each_other() -> anyhow::Result<()> {
-    let Some(binaries) = binaries() else {
+    let Some(binaries) = Binaries::for_test() else {
         return Ok(());
     };
     let stack = RealStack::start_with(binaries, Duration::from_secs(120)).await?;

@@ -26,12 +26,8 @@ fn refusal<T: std::fmt::Debug>(result: Result<T, kube::Error>, what: &str) -> St
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_kube_apiserver_enforces_hellos_rules() -> anyhow::Result<()> {
-    let binaries = match Binaries::find() {
-        Ok(binaries) => binaries,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return Ok(());
-        }
+    let Some(binaries) = Binaries::for_test() else {
+        return Ok(());
     };
     let stack = RealStack::start_with(binaries, Duration::from_secs(120)).await?;
     let cluster = stack.kube_apiserver("onboarding").await?;

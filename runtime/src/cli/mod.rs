@@ -16,7 +16,7 @@
 //! ```
 //!
 //! Every command takes `--log-format json|text` (json by default, text for `dev`; see
-//! [`crate::ops::logging`]).
+//! `ops::logging`).
 //!
 //! `init` and `run` take every flag a Go provider built from the service-provider-template takes,
 //! with the same defaults and meaning (`--metrics-bind-address` `0`, `--metrics-secure` `true`,
@@ -358,7 +358,7 @@ pub(crate) fn parse_bind_address(flag: &str, value: &str) -> Result<Option<Socke
         })
 }
 
-/// A provider binary, with optional extras; [`run`] is `App::new().run()`.
+/// A provider binary, with optional extras; [`run()`] is `App::new().run()`.
 pub struct App<P> {
     init_hook: Option<InitHook>,
     dev_samples: (Option<serde_json::Value>, Option<serde_json::Value>),
@@ -576,7 +576,7 @@ pub fn run<P: Reconcile>() -> ExitCode {
     App::<P>::new().run()
 }
 
-/// [`run`] with explicit arguments (the first is the program name), for tests.
+/// [`run()`] with explicit arguments (the first is the program name), for tests.
 pub fn run_with_args<P, I, T>(args: I) -> ExitCode
 where
     P: Reconcile,

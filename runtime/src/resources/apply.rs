@@ -23,7 +23,7 @@
 //! its set label.
 //!
 //! Every apply and delete reports one [`ManagedResource`] per member, in the shape of the Go
-//! providers' `status.resources`; a set made by [`Context`](crate::Context) hands them to the
+//! providers' `status.resources`; a set made by [`Context`] hands them to the
 //! runtime, which writes them into the Service API object's status and holds it `Progressing`
 //! until every member is ready.
 

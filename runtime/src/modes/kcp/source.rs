@@ -13,7 +13,7 @@
 //! - Reads and status writes for one workspace go to `<url>/clusters/<name>` over the endpoint's
 //!   shared connection pool; the author's client for the workspace carries a minted token
 //!   ([`Credentials`]) and talks to the workspace URL directly.
-//! - One object per workspace is served: the oldest (see [`KcpSource::admit`]).
+//! - One object per workspace is served: the oldest (`KcpSource::admit`).
 //! - An object that leaves while it still holds the runtime's finalizer (its workspace's last
 //!   binding went, or someone removed the finalizer) becomes *detached*: the runtime runs the
 //!   delete path on its last known state to give everything back.
