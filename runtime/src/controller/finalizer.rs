@@ -83,7 +83,7 @@ mod tests {
     fn meta(deleting: bool, finalizers: &[&str]) -> ObjectMeta {
         ObjectMeta {
             resource_version: Some("42".into()),
-            deletion_timestamp: deleting.then(|| Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)),
+            deletion_timestamp: deleting.then_some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)),
             finalizers: (!finalizers.is_empty())
                 .then(|| finalizers.iter().map(|f| (*f).to_owned()).collect()),
             ..Default::default()

@@ -378,11 +378,10 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         let mut states = Vec::with_capacity(routes.len());
         for route in routes {
             let state = route.ensure().await;
-            let go_on = match (&state, path) {
-                (Ok(AccessState::Ready(_)), _) => true,
-                (Ok(AccessState::Denied { .. }), Path::Delete) => true,
-                _ => false,
-            };
+            let go_on = matches!(
+                (&state, path),
+                (Ok(AccessState::Ready(_)), _) | (Ok(AccessState::Denied { .. }), Path::Delete)
+            );
             states.push(state);
             if !go_on {
                 break;
