@@ -358,13 +358,15 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
     /// generated `…ProviderConfigSpec`). Default: the sample `<provider> dev` uses, generated from
     /// the CRD (required fields filled in, the sample object's `version` offered).
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
-    /// let platform = service_provider::testing::TestPlatform::<P>::builder()
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
     ///     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }] }))
     ///     .start()
     ///     .await?;
-    /// # let _ = platform; Ok(()) }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn provider_config(mut self, spec: impl Serialize) -> Self {
         // A spec that does not serialize is reported by `start`, where errors can be returned.
@@ -394,13 +396,15 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
 
     /// How long each wait lasts, and start-up (default [`DEFAULT_TIMEOUT`]).
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
-    /// let platform = service_provider::testing::TestPlatform::<P>::builder()
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
     ///     .timeout(std::time::Duration::from_secs(20))
     ///     .start()
     ///     .await?;
-    /// # let _ = platform; Ok(()) }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
@@ -410,14 +414,16 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
     /// `--provider-name` (names the ProviderConfig and the access requests); default: the kind
     /// in lower case.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
-    /// let platform = service_provider::testing::TestPlatform::<P>::builder()
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
     ///     .provider_name("velero")
     ///     .start()
     ///     .await?;
     /// assert_eq!(platform.provider_name(), "velero");
-    /// # Ok(()) }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn provider_name(mut self, name: impl Into<String>) -> Self {
         self.provider_name = Some(name.into());
@@ -429,10 +435,12 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
     /// this process in the chosen modes. Needs a multi-threaded tokio runtime
     /// (`#[tokio::test(flavor = "multi_thread")]`): the clusters and the provider run on it.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
-    /// let platform = service_provider::testing::TestPlatform::<P>::builder().start().await?;
-    /// # let _ = platform; Ok(()) }
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder().start().await?;
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn start(self) -> Result<TestPlatform<P>, TestError> {
         let info = P::INFO;
@@ -528,11 +536,13 @@ struct Shared {
 /// ProviderConfig, look into the platform's clusters. Dropping it stops the provider (without
 /// waiting for running reconciles; [`stop`](Self::stop) waits).
 ///
-/// ```no_run
-/// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
+/// ```
+/// # service_provider::__testing_example_provider!();
+/// # #[tokio::main(flavor = "multi_thread")]
+/// # async fn main() -> Result<(), service_provider::testing::TestError> {
 /// use service_provider::testing::TestPlatform;
 ///
-/// let platform = TestPlatform::<P>::start().await?;
+/// let platform = TestPlatform::<Hello>::start().await?;
 /// // ... create tenants, wait for them, inspect their clusters ...
 /// platform.stop().await;
 /// # Ok(()) }
@@ -557,13 +567,15 @@ impl<P: Reconcile> fmt::Debug for TestPlatform<P> {
 impl<P: Reconcile> TestPlatform<P> {
     /// A builder, for a ProviderConfig, modes or a timeout other than the defaults.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
-    /// let platform = service_provider::testing::TestPlatform::<P>::builder()
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
     ///     .provider_config(serde_json::json!({}))
     ///     .start()
     ///     .await?;
-    /// # let _ = platform; Ok(()) }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn builder() -> TestPlatformBuilder<P> {
         TestPlatformBuilder {
@@ -578,10 +590,12 @@ impl<P: Reconcile> TestPlatform<P> {
     /// Starts with the defaults: the sample ProviderConfig, standard mode (and kcp mode for a
     /// provider declared with `kcp`), [`DEFAULT_TIMEOUT`].
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::Reconcile>() -> Result<(), service_provider::testing::TestError> {
-    /// let platform = service_provider::testing::TestPlatform::<P>::start().await?;
-    /// # let _ = platform; Ok(()) }
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::start().await?;
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn start() -> Result<Self, TestError> {
         Self::builder().start().await
@@ -600,10 +614,16 @@ impl<P: Reconcile> TestPlatform<P> {
 
     /// The provider name (`--provider-name`; also the ProviderConfig's name).
     ///
-    /// ```no_run
-    /// # fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
     /// println!("ProviderConfig {}", platform.provider_name());
-    /// # }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn provider_name(&self) -> &str {
         &self.shared.provider_name
@@ -614,12 +634,18 @@ impl<P: Reconcile> TestPlatform<P> {
     /// platform made its MCP cluster, and creates the Service API object of the same name and
     /// namespace with `spec` on the onboarding cluster, as an end user would.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
     /// let a = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0" })).await?;
     /// let b = platform.create_tenant("project-x--ws-y/tenant-b", serde_json::json!({ "version": "1.0.0" })).await?;
     /// assert_eq!(b.namespace(), "project-x--ws-y");
-    /// # let _ = a; Ok(()) }
+    /// # let _ = a; platform.stop().await; Ok(()) }
     /// ```
     pub async fn create_tenant(
         &self,
@@ -709,10 +735,16 @@ impl<P: Reconcile> TestPlatform<P> {
     /// Replaces the ProviderConfig's `spec`, as a platform operator would; the provider
     /// reconciles every tenant again.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
     /// platform.set_provider_config(serde_json::json!({ "versions": [{ "version": "2.0.0" }] })).await?;
-    /// # Ok(()) }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn set_provider_config(&self, spec: impl Serialize) -> Result<(), TestError> {
         let spec = spec_value(spec)?;
@@ -768,11 +800,17 @@ impl<P: Reconcile> TestPlatform<P> {
     /// The platform cluster, as its admin (ProviderConfig, ClusterRequests, AccessRequests,
     /// kubeconfig Secrets).
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
     /// use service_provider::openmcp::AccessRequest;
     /// let requests = platform.platform().list::<AccessRequest>(None).await?;
-    /// # let _ = requests; Ok(()) }
+    /// # let _ = requests; platform.stop().await; Ok(()) }
     /// ```
     pub fn platform(&self) -> Cluster {
         Cluster::from_handle("platform", self.shared.env.platform(), self.shared.timeout)
@@ -781,11 +819,17 @@ impl<P: Reconcile> TestPlatform<P> {
     /// The onboarding cluster, as its admin (ControlPlanes, standard-mode Service API objects,
     /// their Events).
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
     /// use service_provider::openmcp::ControlPlane;
     /// let cps = platform.onboarding().list::<ControlPlane>(Some("project-test--ws-test")).await?;
-    /// # let _ = cps; Ok(()) }
+    /// # let _ = cps; platform.stop().await; Ok(()) }
     /// ```
     pub fn onboarding(&self) -> Cluster {
         Cluster::from_handle(
@@ -797,10 +841,16 @@ impl<P: Reconcile> TestPlatform<P> {
 
     /// Every workload cluster the platform made, oldest first.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
     /// assert!(platform.workload_clusters().len() <= 1, "tenants share one workload cluster");
-    /// # }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn workload_clusters(&self) -> Vec<Cluster> {
         self.shared
@@ -815,10 +865,16 @@ impl<P: Reconcile> TestPlatform<P> {
     /// The simulated platform underneath, for what the kit does not cover (fault injection,
     /// request counters, more ControlPlanes, kcp shards); see [`crate::dev`].
     ///
-    /// ```no_run
-    /// # fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
     /// let lists = platform.env().platform().requests("list", "accessrequests");
-    /// # let _ = lists; }
+    /// # let _ = lists; platform.stop().await; Ok(()) }
     /// ```
     pub fn env(&self) -> &TestEnv {
         &self.shared.env
@@ -827,10 +883,16 @@ impl<P: Reconcile> TestPlatform<P> {
     /// Stops the provider and waits until its running reconciles finished; the clusters keep
     /// serving until the platform is dropped.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::Reconcile>(platform: service_provider::testing::TestPlatform<P>) {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
     /// platform.stop().await;
-    /// # }
+    /// # Ok(()) }
     /// ```
     pub async fn stop(mut self) {
         if let Some(runtime) = self.runtime.take() {
@@ -868,13 +930,19 @@ fn spec_value(spec: impl Serialize) -> Result<Value, TestError> {
 /// One tenant: its Service API object (on the onboarding cluster, or in its kcp workspace) and
 /// the clusters the provider serves it in. Cheap to clone.
 ///
-/// ```no_run
-/// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) -> Result<(), service_provider::testing::TestError> {
+/// ```
+/// # service_provider::__testing_example_provider!();
+/// # #[tokio::main(flavor = "multi_thread")]
+/// # async fn main() -> Result<(), service_provider::testing::TestError> {
+/// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+/// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+/// #     .start()
+/// #     .await?;
 /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0" })).await?;
 /// let object = tenant.wait_ready().await?;
 /// tenant.delete().await?;
 /// tenant.wait_gone().await?;
-/// # let _ = object; Ok(()) }
+/// # let _ = object; platform.stop().await; Ok(()) }
 /// ```
 pub struct Tenant<P> {
     shared: Arc<Shared>,
@@ -1136,11 +1204,18 @@ impl<P: ServiceProvider> Tenant<P> {
     /// Deletes the Service API object, as the end user would; the provider's `delete` runs.
     /// Returns at once: [`wait_gone`](Self::wait_gone) waits until the provider let it go.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
     /// tenant.delete().await?;
     /// tenant.wait_gone().await?;
-    /// # Ok(()) }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn delete(&self) -> Result<(), TestError> {
         match self.api.delete(self.name(), &DeleteParams::default()).await {
@@ -1153,11 +1228,18 @@ impl<P: ServiceProvider> Tenant<P> {
     /// Waits until the object is gone: the provider's `delete` finished, its access was given
     /// back and the finalizer removed. On timeout the error says what is stuck.
     ///
-    /// ```no_run
-    /// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
     /// tenant.delete().await?;
     /// tenant.wait_gone().await?;
-    /// # Ok(()) }
+    /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn wait_gone(&self) -> Result<(), TestError> {
         let found = watch_until(
@@ -1452,11 +1534,21 @@ pub fn is_ready<P: ServiceProvider>(object: &P) -> bool {
 /// The reason of the object's `Ready` condition, if it has one: compare it with a [`reason`]
 /// constant (or the provider's own reason from `Outcome::progressing`).
 ///
-/// ```no_run
-/// # async fn f<P: service_provider::ServiceProvider>(tenant: &service_provider::testing::Tenant<P>) -> Result<(), service_provider::testing::TestError> {
+/// ```
+/// # service_provider::__testing_example_provider!();
+/// # #[tokio::main(flavor = "multi_thread")]
+/// # async fn main() -> Result<(), service_provider::testing::TestError> {
+/// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+/// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+/// #     .start()
+/// #     .await?;
+/// # let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "version": "1.0.0", "greeting": "world" })).await?;
 /// use service_provider::testing::{ready_reason, reason};
-/// tenant.wait_until("to wait for its access", |o| ready_reason(o) == Some(reason::WAITING_FOR_ACCESS)).await?;
-/// # Ok(()) }
+/// tenant.set_spec(serde_json::json!({ "version": "9.9.9" })).await?;
+/// tenant
+///     .wait_until("to refuse 9.9.9", |o| ready_reason(o) == Some(reason::INVALID_USER_INPUT))
+///     .await?;
+/// # platform.stop().await; Ok(()) }
 /// ```
 pub fn ready_reason<P: ServiceProvider>(object: &P) -> Option<&str> {
     object
