@@ -70,9 +70,9 @@ pub use service_provider_runtime::cli::init::InitContext;
 pub use service_provider_runtime::error::ErrorKind;
 pub use service_provider_runtime::tenant::SecretRef;
 pub use service_provider_runtime::{
-    App, ApplySet, ClusterAccess, Context, Deletion, Duration, Error, Identity, Mode, NoConfig,
-    NoStatus, ObjectEvents, Outcome, Phase, ProviderConfigCommon, ProviderInfo, Reconcile,
-    ServiceProvider, ServiceStatus, VersionSpec, WorkloadCluster, run, run_with_args,
+    App, ApplySet, ClusterAccess, Context, Deletion, DeletionGuard, Duration, Error, Identity,
+    Mode, NoConfig, NoStatus, ObjectEvents, Outcome, Phase, ProviderConfigCommon, ProviderInfo,
+    Reconcile, ServiceProvider, ServiceStatus, VersionSpec, WorkloadCluster, run, run_with_args,
 };
 
 /// The generated manifests ([`manifests()`]), as `<provider> manifests` writes them.

@@ -154,8 +154,11 @@ pub mod reason {
     /// kcp mode: the provider tried to install workloads into a workspace, which runs none.
     pub const WORKLOADS_NOT_SERVED_IN_WORKSPACE: &str =
         service_provider_runtime::modes::kcp::guard::REASON_WORKLOADS;
-    /// Type of the condition set while the provider's `delete` returns `Deletion::blocked`.
+    /// Type of the condition set while a `deletion_guard` holds or the provider's `delete`
+    /// returns `Deletion::blocked`.
     pub const DELETION_BLOCKED: &str = "DeletionBlocked";
+    /// Reason of `DeletionBlocked` while objects of a `deletion_guard`'s kind remain.
+    pub const USER_RESOURCES_PRESENT: &str = service_provider_runtime::REASON_USER_RESOURCES;
 }
 
 /// Why a test step failed. Its `Debug` output is its message, so a test returning

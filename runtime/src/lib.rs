@@ -7,6 +7,7 @@
 
 // The author's API.
 pub mod context;
+pub(crate) mod deletion_guard;
 pub mod error;
 pub mod fields;
 pub(crate) mod outcome;
@@ -50,6 +51,7 @@ pub mod dev;
 
 pub use cli::{App, run, run_with_args};
 pub use context::Context;
+pub use deletion_guard::{DeletionGuard, REASON_USER_RESOURCES};
 pub use duration::Duration;
 pub use error::Error;
 pub use events::ObjectEvents;

@@ -48,6 +48,17 @@ impl ProviderInfo {
     }
 }
 
+/// What the AccessRequest for a tenant's cluster asks for: the author's [`ServiceProvider::mcp_access`]
+/// and, for each deletion guard it does not already grant, `list` and `watch` of the guarded kind,
+/// which the runtime needs to tell whether the guard holds.
+pub(crate) fn mcp_token<P: ServiceProvider>() -> crate::openmcp::TokenConfig {
+    let mut token = P::mcp_access();
+    for guard in P::DELETION_GUARDS {
+        token.grant_unless_granted(guard.group, guard.plural, &["list", "watch"]);
+    }
+    token
+}
+
 /// Trims a Service API object for a cache: [`compact_meta`](crate::cache::compact_meta), and
 /// no spare room in the status conditions (deserialized with room for four; one cached object per
 /// tenant object, so that is hundreds of bytes each).
@@ -87,6 +98,11 @@ pub trait ServiceProvider:
 
     /// Static facts from the attribute.
     const INFO: ProviderInfo;
+
+    /// The kinds whose objects in the tenant's cluster hold the uninstall (`deletion_guard(...)`
+    /// in the attribute): while any exists, `delete` is not called and the object says
+    /// `DeletionBlocked`. See [`DeletionGuard`](crate::DeletionGuard).
+    const DELETION_GUARDS: &'static [crate::DeletionGuard] = &[];
 
     /// What the runtime's AccessRequest asks for in every tenant's MCP cluster (`mcp_access = …`
     /// in the attribute); [`TokenConfig::least_privilege`](crate::openmcp::TokenConfig::least_privilege) unless declared. Applied on every

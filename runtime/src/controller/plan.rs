@@ -23,6 +23,8 @@ use crate::tenant::ClusterAccess;
 
 /// Re-check interval while a managed object is pending.
 pub(crate) const RESOURCE_RECHECK: Duration = Duration::from_secs(2);
+/// Re-check interval of a held deletion guard when there is no poll interval.
+const GUARD_RECHECK: Duration = Duration::from_secs(60);
 
 /// What the reconcile decided when it stops: the status to report (if any), how it ended, and
 /// when the object is due again.
@@ -355,6 +357,17 @@ pub(crate) fn deleted<X>(
             requeue,
         )),
     }
+}
+
+/// A deletion guard holds the deletion (`reason`, `message` from the guard): the watch on the
+/// guarded kind brings the tenant back as its objects go, so the re-check is only a safety net,
+/// at the poll interval.
+pub(crate) fn guarded<X>(reason: String, message: String, timing: Timing) -> Decision<X> {
+    Decision::new(
+        Some(Report::terminating(reason.clone(), message.clone()).with_blocked(reason, message)),
+        ReconcileResult::deleting,
+        Requeue::After(timing.poll.unwrap_or(GUARD_RECHECK)),
+    )
 }
 
 /// Access that is still being given back holds the deletion; `None` once all of it is gone.
@@ -746,6 +759,23 @@ mod tests {
         assert_eq!(
             (d.result, d.requeue),
             (ReconcileResult::deleting, Requeue::After(DEFAULT_WAIT))
+        );
+    }
+
+    #[test]
+    fn a_held_guard_blocks_and_rechecks_only_as_a_safety_net() {
+        let d = guarded::<()>("UserResourcesPresent".into(), "2 Backup".into(), TIMING);
+        assert_eq!(report(&d).phase, Phase::Terminating);
+        assert_eq!(report(&d).reason, "UserResourcesPresent");
+        assert_eq!(
+            report(&d).blocked,
+            Some(("UserResourcesPresent".to_owned(), "2 Backup".to_owned()))
+        );
+        assert_eq!(d.result, ReconcileResult::deleting);
+        assert_eq!(d.requeue, Requeue::After(TIMING.poll.unwrap()));
+        assert_eq!(
+            guarded::<()>("R".into(), "m".into(), NO_POLL).requeue,
+            Requeue::After(GUARD_RECHECK)
         );
     }
 

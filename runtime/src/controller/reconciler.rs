@@ -32,6 +32,7 @@ use crate::context::Context;
 use crate::controller::finalizer;
 use crate::controller::plan::{self, CleanupAccess, Path, Timing};
 use crate::controller::source::{AccessRoute, PlatformAccess, Resolved, Source, Tenant, Writer};
+use crate::deletion_guard::Guards;
 use crate::error::Error;
 use crate::events::EventRecorder;
 use crate::openmcp::constants::{OPERATION_ANNOTATION, OPERATION_IGNORE, OPERATION_RECONCILE};
@@ -110,6 +111,8 @@ pub struct Reconciler<P: Reconcile, S: Source<P>> {
     /// the echo of the report (a new resourceVersion of the same broken object) is not
     /// reported again.
     reported_invalid: Mutex<HashMap<Identity, (Option<i64>, String)>>,
+    /// The deletion guards of tenants being deleted, with a watch on each that holds.
+    guards: Guards,
 }
 
 impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
@@ -132,6 +135,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             options,
             waiting_since: Mutex::new(HashMap::new()),
             reported_invalid: Mutex::new(HashMap::new()),
+            guards: Guards::default(),
         }
     }
 
@@ -605,6 +609,18 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
                 timing,
             ));
         };
+        if !P::DELETION_GUARDS.is_empty() {
+            let triggers = self.platform.triggers();
+            match self
+                .guards
+                .check(id, mcp.client(), P::DELETION_GUARDS, triggers)
+                .await
+            {
+                Ok(None) => {}
+                Ok(Some((reason, message))) => return Some(plan::guarded(reason, message, timing)),
+                Err(err) => return Some(plan::failed(&err, Path::Delete, timing)),
+            }
+        }
         let cx = match self.context(id, tenant, config, mcp, workload) {
             Ok(cx) => cx,
             Err(err) => return Some(plan::failed(&err, Path::Delete, timing)),
@@ -710,6 +726,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
 
     fn forget(&self, id: &Identity) {
         self.stop_waiting(id);
+        self.guards.stop(id);
         self.source.forget(id);
     }
 

@@ -43,7 +43,7 @@ impl<P: ServiceProvider> Standard<P> {
             objects: Cache::new(),
             platform,
             events,
-            mcp: Registration::mcp(P::mcp_access()),
+            mcp: Registration::mcp(crate::provider::mcp_token::<P>()),
         })
     }
 

@@ -159,6 +159,47 @@ impl TokenConfig {
         }
     }
 
+    /// Adds a cluster-wide rule with `verbs` on `resource` of `group`, unless this config already
+    /// grants them: by a binding of `cluster-admin`, or by a cluster-wide rule whose groups,
+    /// resources and verbs include them (`*` included). A config that grants them stays as it is,
+    /// so an AccessRequest the platform already granted is not asked for again.
+    pub fn grant_unless_granted(&mut self, group: &str, resource: &str, verbs: &[&str]) {
+        let admin = self
+            .role_refs
+            .iter()
+            .any(|r| r.name == "cluster-admin" && r.namespace.is_empty());
+        let has = |list: &Option<Vec<String>>, item: &str| {
+            list.as_ref()
+                .is_some_and(|l| l.iter().any(|x| x == "*" || x == item))
+        };
+        let granted = |rule: &PolicyRule| {
+            has(&rule.api_groups, group)
+                && has(&rule.resources, resource)
+                && verbs
+                    .iter()
+                    .all(|v| rule.verbs.iter().any(|x| x == "*" || x == v))
+        };
+        let covered = admin
+            || self
+                .permissions
+                .iter()
+                .filter(|p| p.namespace.is_empty())
+                .flat_map(|p| &p.rules)
+                .any(granted);
+        if covered {
+            return;
+        }
+        self.permissions.push(PermissionsRequest {
+            rules: vec![PolicyRule {
+                api_groups: Some(vec![group.to_owned()]),
+                resources: Some(vec![resource.to_owned()]),
+                verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+    }
+
     /// A binding of the cluster's `cluster-admin` ClusterRole only (`mcp_access = cluster_admin`):
     /// everything, including non-resource URLs.
     pub fn cluster_admin() -> Self {
@@ -399,4 +440,44 @@ pub fn preserve_unknown_object(_: &mut schemars::SchemaGenerator) -> schemars::S
         "type": "object",
         "x-kubernetes-preserve-unknown-fields": true,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_is_added_only_where_it_is_missing() {
+        let mut everything = TokenConfig::least_privilege();
+        everything.grant_unless_granted("velero.io", "backups", &["list", "watch"]);
+        assert_eq!(everything, TokenConfig::least_privilege());
+
+        let mut admin = TokenConfig::cluster_admin();
+        admin.grant_unless_granted("velero.io", "backups", &["list", "watch"]);
+        assert_eq!(admin, TokenConfig::cluster_admin());
+
+        let mut narrow = TokenConfig {
+            permissions: vec![PermissionsRequest {
+                rules: vec![PolicyRule {
+                    api_groups: Some(vec!["velero.io".into()]),
+                    resources: Some(vec!["backups".into()]),
+                    verbs: vec!["list".into()],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            role_refs: Vec::new(),
+        };
+        narrow.grant_unless_granted("velero.io", "backups", &["list", "watch"]);
+        assert_eq!(narrow.permissions.len(), 2);
+        let added = &narrow.permissions[1].rules[0];
+        assert_eq!(added.verbs, ["list", "watch"]);
+        assert_eq!(
+            added.resources.as_deref(),
+            Some(&["backups".to_owned()][..])
+        );
+        let again = narrow.clone();
+        narrow.grant_unless_granted("velero.io", "backups", &["watch"]);
+        assert_eq!(narrow, again);
+    }
 }
