@@ -25,6 +25,8 @@ mod facade {
     printcolumn(name = "Size", type = "integer", json_path = ".spec.size", description = "How big", format = "int32", priority = 0),
     printcolumn(name = "Owner", type_ = "string", json_path = ".metadata.labels.owner"),
     printcolumn(name = "Seen", type = "date", json_path = ".status.lastSeen", priority = 1),
+    deletion_guard(group = "velero.io", version = "v1", kind = "Backup"),
+    deletion_guard(version = "v1", kind = "ConfigMap", namespace = "team", labels = "app=db", plural = "configmaps"),
     crate = "crate::facade",
 )]
 pub struct EverythingSpec {
@@ -74,6 +76,12 @@ fn main() {
     assert_eq!(<<Everything as ServiceProvider>::WorkloadCluster as WorkloadAccess>::MODE, WorkloadCluster::Optional);
     assert_eq!(Everything::mcp_access().role_refs[0].name, "cluster-admin");
     assert!(Everything::workload_access().permissions.is_empty());
+    let guards = <Everything as ServiceProvider>::DELETION_GUARDS;
+    assert_eq!(guards.len(), 2);
+    assert_eq!((guards[0].group, guards[0].plural, guards[0].namespace), ("velero.io", "backups", None));
+    assert_eq!(guards[0].api_version(), "velero.io/v1");
+    assert_eq!((guards[1].group, guards[1].namespace, guards[1].labels), ("", Some("team"), Some("app=db")));
+    assert_eq!(guards[1].api_version(), "v1");
     let crd = service_provider::manifests::service_crd::<Everything>();
     let names = &crd.spec.names;
     assert_eq!(names.short_names.as_deref(), Some(&["ev".to_owned(), "evy".to_owned()][..]));

@@ -294,6 +294,33 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
     .into_iter()
     .collect::<TokenStream>();
 
+    // ---- The kinds that hold the uninstall; the trait's default is none.
+    let deletion_guards = if model.deletion_guards.is_empty() {
+        TokenStream::new()
+    } else {
+        let guards = model.deletion_guards.iter().map(|g| {
+            let (group, version, kind, plural) = (&g.group, &g.version, &g.kind, &g.plural);
+            let optional = |value: &Option<String>| match value {
+                Some(v) => quote!(::core::option::Option::Some(#v)),
+                None => quote!(::core::option::Option::None),
+            };
+            let (namespace, labels) = (optional(&g.namespace), optional(&g.labels));
+            quote! {
+                #p::runtime::DeletionGuard {
+                    group: #group,
+                    version: #version,
+                    kind: #kind,
+                    plural: #plural,
+                    namespace: #namespace,
+                    labels: #labels,
+                }
+            }
+        });
+        quote! {
+            const DELETION_GUARDS: &'static [#p::runtime::DeletionGuard] = &[#(#guards),*];
+        }
+    };
+
     // ---- The trait impls the runtime drives.
     let workload = match model.workload {
         Workload::None => quote!(NotDeclared),
@@ -315,6 +342,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
                 plural: #plural,
                 kcp: #kcp,
             };
+            #deletion_guards
             #access_fns
         }
 

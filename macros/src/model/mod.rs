@@ -56,6 +56,7 @@ pub(crate) struct Model {
     pub columns: Vec<Column>,
     /// `selectableFields`: JSON paths a field selector may name.
     pub selectable: Vec<String>,
+    pub deletion_guards: Vec<DeletionGuard>,
     pub config: Option<TypePath>,
     pub status: Option<TypePath>,
     pub workload: Workload,
@@ -185,6 +186,12 @@ pub(crate) fn build(
         ));
     }
 
+    let deletion_guards = options
+        .deletion_guards
+        .iter()
+        .filter_map(|guard| deletion_guard(guard, errors))
+        .collect();
+
     // Only a struct with named fields can become a resource's spec.
     let mut named = fields?.clone();
     let mut attrs = emitted_attrs(&item.attrs);
@@ -212,6 +219,7 @@ pub(crate) fn build(
         categories,
         columns,
         selectable,
+        deletion_guards,
         config: options.config,
         status: options.status,
         workload: options.workload_cluster.unwrap_or(Workload::None),
@@ -231,6 +239,57 @@ pub(crate) fn build(
         named,
         rule_references,
         fields: spec_fields,
+    })
+}
+
+/// A `deletion_guard(...)`, checked, with its plural.
+pub(crate) struct DeletionGuard {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub plural: String,
+    pub namespace: Option<String>,
+    pub labels: Option<String>,
+}
+
+fn deletion_guard(guard: &options::Guard, errors: &mut Accumulator) -> Option<DeletionGuard> {
+    let group = match &guard.group {
+        Some(lit) => checked_value(lit, names::any_group, errors),
+        None => Some(String::new()),
+    };
+    let version = checked_value(&guard.version, names::version, errors);
+    let kind = checked_value(&guard.kind, names::any_kind, errors);
+    let plural = match &guard.plural {
+        Some(lit) => checked_value(lit, |s| names::resource_name("plural", s), errors),
+        None => kind.as_deref().map(names::plural),
+    };
+    let namespace = match &guard.namespace {
+        Some(lit) => Some(checked_value(lit, names::namespace, errors)?),
+        None => None,
+    };
+    let labels = match &guard.labels {
+        Some(lit) => Some(checked_value(
+            lit,
+            |s| {
+                if s.trim().is_empty() {
+                    Err("`labels` is a label selector such as \"app.kubernetes.io/part-of=velero\"; \
+                         leave it out to count every object"
+                        .to_owned())
+                } else {
+                    Ok(())
+                }
+            },
+            errors,
+        )?),
+        None => None,
+    };
+    Some(DeletionGuard {
+        group: group?,
+        version: version?,
+        kind: kind?,
+        plural: plural?,
+        namespace,
+        labels,
     })
 }
 

@@ -23,8 +23,8 @@ fn is_label(s: &str, first_may_be_digit: bool) -> bool {
     }
 }
 
-/// An API group: a DNS subdomain (RFC 1123) with at least one dot.
-pub(crate) fn group(group: &str) -> Result<(), String> {
+/// Any API group, Kubernetes' own included: a DNS subdomain (RFC 1123).
+pub(crate) fn any_group(group: &str) -> Result<(), String> {
     if group.is_empty()
         || group.len() > MAX_SUBDOMAIN
         || !group.split('.').all(|l| is_label(l, true))
@@ -34,6 +34,12 @@ pub(crate) fn group(group: &str) -> Result<(), String> {
              dot-separated part starting and ending with a letter or digit, e.g. \"velero.services.open-control-plane.io\""
         ));
     }
+    Ok(())
+}
+
+/// The group of a Service API: a DNS subdomain (RFC 1123) with at least one dot.
+pub(crate) fn group(group: &str) -> Result<(), String> {
+    any_group(group)?;
     if !group.contains('.') {
         return Err(format!(
             "group {group:?} needs a dot: Kubernetes reserves undotted groups for its own APIs; \
@@ -68,8 +74,31 @@ pub(crate) fn version(version: &str) -> Result<(), String> {
     })
 }
 
-/// A kind: UpperCamelCase, usable as a Rust type name.
+/// The kind of a Service API: any kind but `ProviderConfig`.
 pub(crate) fn kind(kind: &str) -> Result<(), String> {
+    any_kind(kind)?;
+    if kind == "ProviderConfig" {
+        return Err("kind \"ProviderConfig\" is taken: every provider's group also has a ProviderConfig kind; \
+                    name the Service API after the service, e.g. \"Velero\""
+            .to_owned());
+    }
+    Ok(())
+}
+
+/// A namespace name: a DNS label.
+pub(crate) fn namespace(namespace: &str) -> Result<(), String> {
+    if is_label(namespace, true) {
+        Ok(())
+    } else {
+        Err(format!(
+            "namespace {namespace:?} is not a valid namespace name: use lowercase letters, digits \
+             and '-', starting and ending with a letter or digit, at most 63 characters"
+        ))
+    }
+}
+
+/// A kind: UpperCamelCase, usable as a Rust type name.
+pub(crate) fn any_kind(kind: &str) -> Result<(), String> {
     let valid = kind.len() <= MAX_LABEL
         && kind.starts_with(|c: char| c.is_ascii_uppercase())
         && kind.chars().all(|c| c.is_ascii_alphanumeric());
@@ -93,11 +122,6 @@ pub(crate) fn kind(kind: &str) -> Result<(), String> {
         return Err(format!(
             "kind {kind:?} is not UpperCamelCase: start with an uppercase letter and use only letters and digits, {hint}"
         ));
-    }
-    if kind == "ProviderConfig" {
-        return Err("kind \"ProviderConfig\" is taken: every provider's group also has a ProviderConfig kind; \
-                    name the Service API after the service, e.g. \"Velero\""
-            .to_owned());
     }
     Ok(())
 }

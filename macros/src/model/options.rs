@@ -29,7 +29,10 @@ pub(crate) const OPTIONS: &[&str] = &[
     "kcp",
     "crate",
     "selectable",
+    "deletion_guard",
 ];
+
+const GUARD_OPTIONS: &[&str] = &["group", "version", "kind", "plural", "namespace", "labels"];
 
 const COLUMN_OPTIONS: &[&str] = &[
     "name",
@@ -68,6 +71,17 @@ pub(crate) struct Column {
     pub priority: Option<LitInt>,
 }
 
+/// One `deletion_guard(...)`, as written.
+pub(crate) struct Guard {
+    /// `None` for the core group.
+    pub group: Option<LitStr>,
+    pub version: LitStr,
+    pub kind: LitStr,
+    pub plural: Option<LitStr>,
+    pub namespace: Option<LitStr>,
+    pub labels: Option<LitStr>,
+}
+
 /// The options as written, each with the tokens it came from.
 #[derive(Default)]
 pub(crate) struct Options {
@@ -87,6 +101,7 @@ pub(crate) struct Options {
     pub kcp: bool,
     pub krate: Option<syn::Path>,
     pub selectable: Vec<LitStr>,
+    pub deletion_guards: Vec<Guard>,
 }
 
 /// The closest of `candidates` to `input`, when it is close enough to be a likely typo.
@@ -411,6 +426,86 @@ fn column(meta: &Meta, errors: &mut Accumulator) -> Option<Column> {
     })
 }
 
+fn deletion_guard(meta: &Meta, errors: &mut Accumulator) -> Option<Guard> {
+    let how = "write `deletion_guard(group = \"velero.io\", version = \"v1\", kind = \"Backup\")`, \
+               optionally with `plural`, `namespace` and `labels` (a label selector)";
+    let Meta::List(list) = meta else {
+        errors.push(error(
+            meta.span(),
+            format!("`deletion_guard` takes a list: {how}"),
+        ));
+        return None;
+    };
+    let items = match NestedMeta::parse_meta_list(list.tokens.clone()) {
+        Ok(items) => items,
+        Err(err) => {
+            errors.push(err.into());
+            return None;
+        }
+    };
+    let mut values: HashMap<String, LitStr> = HashMap::new();
+    for item in &items {
+        let NestedMeta::Meta(meta) = item else {
+            errors.push(error(
+                item.span(),
+                format!("unexpected value in `deletion_guard`: {how}"),
+            ));
+            continue;
+        };
+        let key = path_to_string(meta.path());
+        if !GUARD_OPTIONS.contains(&key.as_str()) {
+            let hint = did_you_mean(&key, GUARD_OPTIONS)
+                .map(|v| format!("; did you mean `{v}`?"))
+                .unwrap_or_default();
+            errors.push(error(
+                meta.path().span(),
+                format!(
+                    "unknown `deletion_guard` option `{key}`{hint} (options: {})",
+                    GUARD_OPTIONS.join(", ")
+                ),
+            ));
+            continue;
+        }
+        if values.contains_key(&key) {
+            errors.push(error(
+                meta.path().span(),
+                format!("duplicate `{key}` in `deletion_guard`"),
+            ));
+            continue;
+        }
+        let example = match key.as_str() {
+            "group" => "velero.io",
+            "version" => "v1",
+            "kind" => "Backup",
+            "plural" => "backups",
+            "namespace" => "velero",
+            _ => "app.kubernetes.io/part-of=velero",
+        };
+        if let Some(value) = lit_str(meta, &key, example, errors) {
+            values.insert(key, value);
+        }
+    }
+    let mut required = |what: &str| {
+        let value = values.remove(what);
+        if value.is_none() {
+            errors.push(error(
+                list.path.span(),
+                format!("`deletion_guard` is missing `{what}`: {how}"),
+            ));
+        }
+        value
+    };
+    let (version, kind) = (required("version"), required("kind"));
+    Some(Guard {
+        group: values.remove("group"),
+        version: version?,
+        kind: kind?,
+        plural: values.remove("plural"),
+        namespace: values.remove("namespace"),
+        labels: values.remove("labels"),
+    })
+}
+
 /// Parses the attribute arguments. Every problem is pushed to `errors`; the options that could be
 /// read are returned regardless, so later checks can report their own problems too.
 pub(crate) fn parse(args: TokenStream, errors: &mut Accumulator) -> Options {
@@ -438,6 +533,7 @@ pub(crate) fn parse(args: TokenStream, errors: &mut Accumulator) -> Options {
         let name = path_to_string(path);
         if name != "printcolumn"
             && name != "selectable"
+            && name != "deletion_guard"
             && OPTIONS.contains(&name.as_str())
             && seen.insert(name.clone(), path.span()).is_some()
         {
@@ -479,6 +575,7 @@ pub(crate) fn parse(args: TokenStream, errors: &mut Accumulator) -> Options {
                 .selectable
                 .extend(lit_strs(meta, "selectable", errors)),
             "printcolumn" => options.printcolumns.extend(column(meta, errors)),
+            "deletion_guard" => options.deletion_guards.extend(deletion_guard(meta, errors)),
             "config" => options.config = type_path(item, "config", errors),
             "status" => options.status = type_path(item, "status", errors),
             "workload_cluster" => options.workload_cluster = workload(meta, errors),
