@@ -16,8 +16,7 @@ use service_provider::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextens
     CustomResourceDefinitionVersion, CustomResourceValidation, JSONSchemaProps,
 };
 use service_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use service_provider::kube::Api;
-use service_provider::kube::api::{ApiResource, DynamicObject, ListParams, ObjectMeta};
+use service_provider::kube::api::ObjectMeta;
 use service_provider::prelude::*;
 
 use super::{Velero, VeleroSpec, VeleroStatus};
@@ -219,30 +218,8 @@ impl Reconcile for Velero {
     }
 
     async fn delete(&self, cx: &Context<Self>) -> Result<Deletion<VeleroStatus>, Error> {
-        // Removing the CRDs would delete the end user's backups with them.
-        let backups = ApiResource {
-            group: VELERO_GROUP.into(),
-            version: "v1".into(),
-            api_version: format!("{VELERO_GROUP}/v1"),
-            kind: "Backup".into(),
-            plural: "backups".into(),
-        };
-        let api: Api<DynamicObject> = Api::all_with(cx.mcp().client().clone(), &backups);
-        let remaining = match api.list(&ListParams::default()).await {
-            Ok(list) => list.items.len(),
-            // The CRD is already gone: so are the backups.
-            Err(service_provider::kube::Error::Api(s)) if s.code == 404 => 0,
-            Err(err) => return Err(err.into()),
-        };
-        if remaining > 0 {
-            return Ok(Deletion::blocked(
-                "UserResourcesPresent",
-                format!(
-                    "{remaining} Velero backup(s) remain in the cluster; delete them to uninstall Velero"
-                ),
-            ));
-        }
-        // Everything the set installed goes, the worker before its namespace; the runtime keeps
+        // No end user's Backup is left (`deletion_guard` held the uninstall until then), so
+        // everything the set installed goes, the worker before its namespace; the runtime keeps
         // the object Terminating until it is gone.
         cx.resource_set("velero").delete().await?;
         Ok(Deletion::done())

@@ -21,6 +21,8 @@ use service_provider::prelude::*;
     status = VeleroStatus,
     workload_cluster = required,
     kcp,
+    // Removing Velero's CRDs would delete the end user's backups with them.
+    deletion_guard(group = "velero.io", version = "v1", kind = "Backup"),
     shortnames = ["vel"],
     categories = ["openmcp"],
     printcolumn(name = "Version", type = "string", json_path = ".spec.version", description = "Requested Velero version"),

@@ -14,6 +14,7 @@ mod eso;
 mod adopt;
 mod common;
 mod config;
+mod deletion_guard;
 mod faults;
 mod flaky;
 mod go_status;

@@ -170,7 +170,7 @@ struct WidgetSpec {
 /// Velero's `Backup`, as an end user would create one (the fields the example's CRD keeps).
 #[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[kube(group = "velero.io", version = "v1", kind = "Backup", namespaced)]
-struct BackupSpec {
+pub(crate) struct BackupSpec {
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
