@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::WatchStreamExt;
@@ -82,12 +83,7 @@ impl DeletionGuard {
             Err(err) if crate::access::is_status(&err, 404) => return Ok(Remaining::default()),
             Err(err) => return Err(err),
         };
-        let more = list
-            .metadata
-            .remaining_item_count
-            .and_then(|n| usize::try_from(n).ok())
-            // A list cut short without a count still has more; say "more" rather than a number.
-            .or_else(|| list.metadata.continue_.as_ref().map(|_| 0));
+        let more = more_than_listed(&list.metadata);
         Ok(Remaining {
             names: list
                 .items
@@ -130,6 +126,18 @@ impl DeletionGuard {
         message.push_str("; delete them to uninstall");
         message
     }
+}
+
+/// How many more objects than a limited list returned exist: `Some(0)` when more exist but
+/// their number is unknown. Only a non-empty `continue` says the list was cut short: a real
+/// kube-apiserver answers a list that fits with `remainingItemCount: 0` and no `continue`.
+fn more_than_listed(meta: &ListMeta) -> Option<usize> {
+    let cut_short = meta.continue_.as_deref().is_some_and(|c| !c.is_empty());
+    cut_short.then(|| {
+        meta.remaining_item_count
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0)
+    })
 }
 
 #[derive(Debug, Default)]
@@ -260,6 +268,19 @@ mod tests {
             names: names.iter().map(|n| n.to_string()).collect(),
             more,
         }
+    }
+
+    #[test]
+    fn only_a_list_cut_short_has_more() {
+        let meta = |continue_: Option<&str>, remaining: Option<i64>| ListMeta {
+            continue_: continue_.map(Into::into),
+            remaining_item_count: remaining,
+            ..ListMeta::default()
+        };
+        assert_eq!(more_than_listed(&meta(None, Some(0))), None);
+        assert_eq!(more_than_listed(&meta(Some(""), None)), None);
+        assert_eq!(more_than_listed(&meta(Some("token"), Some(4))), Some(4));
+        assert_eq!(more_than_listed(&meta(Some("token"), None)), Some(0));
     }
 
     #[test]
