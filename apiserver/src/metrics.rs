@@ -82,6 +82,25 @@ impl Counters {
         });
     }
 
+    /// Counts a request another server answered and logs it (when the log is on) at
+    /// `sequence`: a real kube-apiserver's audit log read into the same counters, with its
+    /// completion time as the sequence, so that the logs of several real servers sort into the
+    /// order they answered in.
+    pub fn record_answered(&self, key: CounterKey, namespace: &str, name: &str, sequence: u64) {
+        if self.logging.load(Ordering::Relaxed) {
+            self.log.lock().push(LoggedRequest {
+                sequence,
+                cluster: key.cluster.clone(),
+                verb: key.verb.clone(),
+                resource: key.resource.clone(),
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                code: key.code,
+            });
+        }
+        *self.map.lock().entry(key).or_insert(0) += 1;
+    }
+
     /// Counts one request.
     pub fn record(&self, cluster: &str, verb: &str, resource: &str, code: u16) {
         let key = CounterKey {

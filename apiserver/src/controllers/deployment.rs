@@ -14,10 +14,10 @@ use crate::store::{Event, EventType, StoreKey, WatchFilter};
 pub(crate) struct DeploymentController(Workload);
 
 /// (group, version, plural) of a workload kind.
-type Workload = (&'static str, &'static str, &'static str);
+pub type Workload = (&'static str, &'static str, &'static str);
 
 /// The workload kinds the switch covers: (group, version, plural).
-const WORKLOADS: &[Workload] = &[
+pub const WORKLOADS: &[Workload] = &[
     ("apps", "v1", "deployments"),
     ("apps", "v1", "statefulsets"),
     ("apps", "v1", "daemonsets"),
@@ -221,29 +221,36 @@ fn reconcile(shard: &Shard, cluster: &Arc<str>, workload: Workload, ns: &str, na
     let _ = shard
         .api(cluster)
         .modify(&info, ns, name, Some("status"), |d| {
-            if d.pointer("/metadata/deletionTimestamp").is_some() {
+            let Some(want) = available_workload_status(plural, d) else {
                 return Ok(false);
-            }
-            // A suspended Job does not run.
-            if plural == "jobs" && d.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
-            {
-                return Ok(false);
-            }
-            let want = match plural {
-                "deployments" => available_status(d),
-                "statefulsets" => statefulset_status(d),
-                "daemonsets" => daemonset_status(d),
-                _ => job_status(d),
             };
-            let cur = d.get("status").cloned().unwrap_or(Value::Null);
-            let same = settled(plural).iter().all(|f| cur.get(f) == want.get(f))
-                && cur.pointer("/conditions/0/status") == want.pointer("/conditions/0/status");
-            if same {
-                return Ok(false);
-            }
             d["status"] = want;
             Ok(true)
         });
+}
+
+/// The status kube-controller-manager would write, with kubelet running every pod, for the
+/// workload `obj` of the kind `plural` (one of [`WORKLOADS`]): every replica available, a Job
+/// complete. `None` when `obj` has it already, is being deleted, or is a suspended Job. The
+/// real-backend stand-ins write the same status through the API.
+pub fn available_workload_status(plural: &str, obj: &Value) -> Option<Value> {
+    if obj.pointer("/metadata/deletionTimestamp").is_some() {
+        return None;
+    }
+    // A suspended Job does not run.
+    if plural == "jobs" && obj.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
+        return None;
+    }
+    let want = match plural {
+        "deployments" => available_status(obj),
+        "statefulsets" => statefulset_status(obj),
+        "daemonsets" => daemonset_status(obj),
+        _ => job_status(obj),
+    };
+    let cur = obj.get("status").cloned().unwrap_or(Value::Null);
+    let same = settled(plural).iter().all(|f| cur.get(f) == want.get(f))
+        && cur.pointer("/conditions/0/status") == want.pointer("/conditions/0/status");
+    (!same).then_some(want)
 }
 
 /// Applies the switch to every workload of the shard.

@@ -253,8 +253,9 @@ impl TestEnvBuilder {
     /// live on it.
     pub async fn start(self) -> Result<TestEnv, DevError> {
         let started = Instant::now();
-        let platform = ClusterHandle::start_dedicated("platform").await?;
-        let onboarding = ClusterHandle::start_dedicated("onboarding").await?;
+        let hosting = self.operator.hosting;
+        let platform = ClusterHandle::start_own("platform", hosting).await?;
+        let onboarding = ClusterHandle::start_own("onboarding", hosting).await?;
         install_crds(&platform, crate::openmcp::platform_crds(), self.timeout).await?;
         install_crds(&onboarding, crate::openmcp::onboarding_crds(), self.timeout).await?;
         ensure_namespace(&platform.client(), &self.pod_namespace).await?;

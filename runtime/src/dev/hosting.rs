@@ -1,6 +1,7 @@
 //! Where the simulated platform's clusters are served, and the handle tests get for each: a
-//! dedicated embedded cluster (own listener, storage, faults and counters) or a logical cluster
-//! of one shared embedded shard, reached at `https://127.0.0.1:<port>/clusters/<name>`.
+//! dedicated embedded cluster (own listener, storage, faults and counters), a logical cluster
+//! of one shared embedded shard, reached at `https://127.0.0.1:<port>/clusters/<name>`, or a
+//! real kube-apiserver ([`Hosting::KubeApiservers`]).
 //!
 //! Logical clusters are what make 10,000 tenants affordable: one listener, one store and one
 //! connection pool for all of them, while each keeps its own objects, RBAC and ServiceAccount
@@ -19,24 +20,44 @@ use http::{Request, Response};
 use service_provider_apiserver::auth::{TokenIssuer, TokenIssuerConfig};
 use service_provider_apiserver::handler::response::error_response;
 use service_provider_apiserver::handler::{Body, Target};
+use service_provider_apiserver::metrics::CounterKey;
 use service_provider_apiserver::server::{Endpoint, Frontend};
 use service_provider_apiserver::shard::{LogicalClusterOptions, Shard, ShardOptions};
 use service_provider_apiserver::store::StoreOptions;
 use service_provider_apiserver::{ApiError, Cluster, ClusterOptions, Counters, Faults};
 
 use crate::dev::DevError;
+use crate::dev::realstack::{AuditReader, KubeApiserver};
 
 /// How the clusters the simulated platform creates on demand (MCP and workload clusters) are
-/// served. The platform and onboarding clusters are always dedicated.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// served. The platform and onboarding clusters are dedicated embedded clusters, or real
+/// kube-apiservers with [`Hosting::KubeApiservers`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hosting {
     /// Logical clusters of one shared embedded shard behind one listener (the default: a few
     /// KiB per cluster, so 10,000 tenants fit).
-    #[default]
     LogicalClusters,
     /// One embedded cluster with its own listener per cluster: faults and restarts can target a
     /// single tenant, at the price of a shard (registry, controllers, store) per cluster.
     Listeners,
+    /// Every cluster, the platform and onboarding clusters included, is a real kube-apiserver
+    /// ([`crate::dev::realstack`]) on one etcd shared by the test process, with
+    /// stand-ins doing what kube-controller-manager and kubelet would. Faults and
+    /// request counters are the embedded server's and are not available here.
+    KubeApiservers,
+}
+
+impl Default for Hosting {
+    /// [`Hosting::KubeApiservers`] when `SERVICE_PROVIDER_TEST_BACKEND=kube-apiserver`
+    /// ([`crate::dev::realstack::BACKEND_VAR`], set by `cargo xtask test-real`), else
+    /// [`Hosting::LogicalClusters`].
+    fn default() -> Self {
+        if crate::dev::realstack::real_backend_requested() {
+            Hosting::KubeApiservers
+        } else {
+            Hosting::LogicalClusters
+        }
+    }
 }
 
 /// Routes `/clusters/<name>/…` to the logical cluster `<name>` of the shared shard.
@@ -130,6 +151,7 @@ impl SharedHost {
             .add_logical_cluster(name, &LogicalClusterOptions::kubernetes())
             .map_err(|e| DevError::Start(format!("logical cluster {name}: {}", e.message)))?;
         Ok(ClusterHandle {
+            shut_down: Arc::default(),
             inner: Arc::new(Backend::Logical {
                 host: self.clone(),
                 name: lc,
@@ -145,19 +167,28 @@ impl SharedHost {
 
 /// A client for `url` authenticating with `token`, trusting the embedded CA.
 fn client_for(url: &str, token: &str) -> Result<kube::Client, DevError> {
-    let config = config_for(url, token)?;
+    client_trusting(url, token, embedded_ca()?)
+}
+
+/// A client for `url` authenticating with `token`, trusting `ca_der`.
+fn client_trusting(url: &str, token: &str, ca_der: Vec<u8>) -> Result<kube::Client, DevError> {
+    let config = config_trusting(url, token, ca_der)?;
     kube::Client::try_from(config).map_err(|e| DevError::Start(format!("client for {url}: {e}")))
 }
 
-fn config_for(url: &str, token: &str) -> Result<kube::Config, DevError> {
+fn embedded_ca() -> Result<Vec<u8>, DevError> {
+    let tls =
+        service_provider_apiserver::tls::tls().map_err(|e| DevError::Start(format!("TLS: {e}")))?;
+    Ok(tls.ca_der.clone())
+}
+
+fn config_trusting(url: &str, token: &str, ca_der: Vec<u8>) -> Result<kube::Config, DevError> {
     let uri: http::Uri = url
         .parse()
         .map_err(|e| DevError::Start(format!("cluster URL {url:?}: {e}")))?;
     let mut c = kube::Config::new(uri);
     c.default_namespace = "default".into();
-    let tls =
-        service_provider_apiserver::tls::tls().map_err(|e| DevError::Start(format!("TLS: {e}")))?;
-    c.root_cert = Some(vec![tls.ca_der.clone()]);
+    c.root_cert = Some(vec![ca_der]);
     let auth = http::HeaderValue::from_str(&format!("Bearer {token}"))
         .map_err(|_| DevError::Start("a token with characters no HTTP header allows".into()))?;
     c.headers.push((http::header::AUTHORIZATION, auth));
@@ -177,6 +208,46 @@ enum Backend {
         host: Arc<SharedHost>,
         name: Arc<str>,
     },
+    Real(Box<RealCluster>),
+}
+
+/// A real kube-apiserver of the simulated platform, with an admin ServiceAccount token (so
+/// every backend hands out bearer-token kubeconfigs) and the stand-ins running against it.
+struct RealCluster {
+    name: String,
+    url: String,
+    ca_pem: String,
+    ca_der: Vec<u8>,
+    admin_token: String,
+    admin: kube::Client,
+    /// Taken by [`ClusterHandle::shut_down`]: dropping it kills the process.
+    server: std::sync::Mutex<Option<KubeApiserver>>,
+    stand_ins: crate::dev::stand_ins::StandIns,
+    /// The requests of its audit log read so far, as the embedded server counts its own.
+    counters: Counters,
+    audit: std::sync::Mutex<AuditReader>,
+}
+
+impl RealCluster {
+    /// The counters, with what the audit log says since the last call.
+    fn counters(&self) -> &Counters {
+        let requests = self
+            .audit
+            .lock()
+            .map(|mut audit| audit.next_requests())
+            .unwrap_or_default();
+        for r in requests {
+            let key = CounterKey {
+                cluster: self.name.clone(),
+                verb: r.verb,
+                resource: r.resource,
+                code: r.code,
+            };
+            self.counters
+                .record_answered(key, &r.namespace, &r.name, r.completed_micros);
+        }
+        &self.counters
+    }
 }
 
 /// One cluster of the simulated platform: its URL, credentials, clients, faults and counters.
@@ -184,6 +255,8 @@ enum Backend {
 #[derive(Clone)]
 pub struct ClusterHandle {
     inner: Arc<Backend>,
+    /// Turns true when the cluster is shut down: what is waited for in it is gone with it.
+    shut_down: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl std::fmt::Debug for ClusterHandle {
@@ -199,6 +272,7 @@ impl ClusterHandle {
     /// A dedicated cluster.
     pub(crate) fn dedicated(cluster: Cluster) -> Self {
         ClusterHandle {
+            shut_down: Arc::default(),
             inner: Arc::new(Backend::Dedicated(cluster)),
         }
     }
@@ -212,11 +286,55 @@ impl ClusterHandle {
         Ok(Self::dedicated(cluster))
     }
 
+    /// Starts a cluster of its own named `name`: a real kube-apiserver with
+    /// [`Hosting::KubeApiservers`], else a dedicated embedded cluster.
+    pub(crate) async fn start_own(name: &str, hosting: Hosting) -> Result<Self, DevError> {
+        match hosting {
+            Hosting::KubeApiservers => Self::start_real(name).await,
+            Hosting::LogicalClusters | Hosting::Listeners => Self::start_dedicated(name).await,
+        }
+    }
+
+    /// Starts a real kube-apiserver named `name` on the test process's shared etcd, mints its
+    /// admin token and starts the stand-ins against it.
+    pub(crate) async fn start_real(name: &str) -> Result<Self, DevError> {
+        let failed =
+            |e: &dyn std::fmt::Display| DevError::Start(format!("kube-apiserver {name}: {e}"));
+        let stack = crate::dev::realstack::shared_stack()
+            .await
+            .map_err(|e| failed(&e))?;
+        let server = stack.kube_apiserver(name).await.map_err(|e| failed(&e))?;
+        let certificate_admin = server.client().await.map_err(|e| failed(&e))?;
+        let admin_token = crate::dev::stand_ins::admin_token(&certificate_admin)
+            .await
+            .map_err(|e| failed(&e))?;
+        let ca_der = pem_to_der(server.ca_pem()).map_err(|e| failed(&e))?;
+        let admin = client_trusting(server.url(), &admin_token, ca_der.clone())?;
+        let stand_ins = crate::dev::stand_ins::StandIns::start(admin.clone());
+        let audit = std::sync::Mutex::new(AuditReader::new(server.audit_log()));
+        Ok(ClusterHandle {
+            shut_down: Arc::default(),
+            inner: Arc::new(Backend::Real(Box::new(RealCluster {
+                name: name.to_owned(),
+                url: server.url().to_owned(),
+                ca_pem: server.ca_pem().to_owned(),
+                ca_der,
+                admin_token,
+                admin,
+                server: std::sync::Mutex::new(Some(server)),
+                stand_ins,
+                counters: Counters::default(),
+                audit,
+            }))),
+        })
+    }
+
     /// The cluster's name (for a logical cluster, its name on the shared shard).
     pub fn name(&self) -> &str {
         match &*self.inner {
             Backend::Dedicated(c) => c.name(),
             Backend::Logical { name, .. } => name,
+            Backend::Real(c) => &c.name,
         }
     }
 
@@ -225,6 +343,7 @@ impl ClusterHandle {
         match &*self.inner {
             Backend::Dedicated(c) => c.url(),
             Backend::Logical { host, name } => format!("{}/clusters/{name}", host.endpoint.url()),
+            Backend::Real(c) => c.url.clone(),
         }
     }
 
@@ -233,15 +352,18 @@ impl ClusterHandle {
         match &*self.inner {
             Backend::Dedicated(c) => c.ca_pem(),
             Backend::Logical { host, .. } => Some(&host.ca_pem),
+            Backend::Real(c) => Some(&c.ca_pem),
         }
     }
 
-    /// The admin bearer token (`system:masters`). On a shared host it is valid for every
-    /// logical cluster of the host, like a kcp shard's admin token.
+    /// The admin bearer token (`system:masters`; on a real kube-apiserver a ServiceAccount
+    /// bound to `cluster-admin`). On a shared host it is valid for every logical cluster of the
+    /// host, like a kcp shard's admin token.
     pub fn admin_token(&self) -> &str {
         match &*self.inner {
             Backend::Dedicated(c) => c.admin_token(),
             Backend::Logical { host, .. } => host.shard.admin_token(),
+            Backend::Real(c) => &c.admin_token,
         }
     }
 
@@ -279,35 +401,51 @@ impl ClusterHandle {
             Backend::Logical { host, name } => {
                 prefixed_client(&host.admin, &format!("/clusters/{name}"))
             }
+            Backend::Real(c) => c.admin.clone(),
         }
     }
 
     /// A client authenticating with `token` (its own connection pool). Must be called within a
     /// tokio runtime.
     pub fn client_for(&self, token: &str) -> Result<kube::Client, DevError> {
-        client_for(&self.url(), token)
+        client_trusting(&self.url(), token, self.ca_der()?)
     }
 
     /// A client configuration authenticating with `token`.
     pub fn config_for(&self, token: &str) -> Result<kube::Config, DevError> {
-        config_for(&self.url(), token)
+        config_trusting(&self.url(), token, self.ca_der()?)
+    }
+
+    fn ca_der(&self) -> Result<Vec<u8>, DevError> {
+        match &*self.inner {
+            Backend::Real(c) => Ok(c.ca_der.clone()),
+            Backend::Dedicated(_) | Backend::Logical { .. } => embedded_ca(),
+        }
     }
 
     /// Fault injection. For a logical cluster these are the shared shard's: a rule hits every
     /// cluster of the host.
+    ///
+    /// # Panics
+    /// On a real kube-apiserver, which has no fault injection: a test that injects faults runs
+    /// on the embedded backend only.
     pub fn faults(&self) -> &Faults {
         match &*self.inner {
             Backend::Dedicated(c) => c.faults(),
             Backend::Logical { host, .. } => host.shard.faults(),
+            Backend::Real(c) => embedded_only(&c.name, "fault injection"),
         }
     }
 
     /// Request counters. For a logical cluster these are the shared shard's; use
-    /// [`ClusterHandle::requests`] to count this cluster's requests only.
+    /// [`ClusterHandle::requests`] to count this cluster's requests only. For a real
+    /// kube-apiserver they are read from its audit log, which it writes when a response is
+    /// complete.
     pub fn counters(&self) -> &Counters {
         match &*self.inner {
             Backend::Dedicated(c) => c.counters(),
             Backend::Logical { host, .. } => host.shard.counters(),
+            Backend::Real(c) => c.counters(),
         }
     }
 
@@ -331,7 +469,7 @@ impl ClusterHandle {
     pub fn dedicated_cluster(&self) -> Option<&Cluster> {
         match &*self.inner {
             Backend::Dedicated(c) => Some(c),
-            Backend::Logical { .. } => None,
+            Backend::Logical { .. } | Backend::Real(_) => None,
         }
     }
 
@@ -339,7 +477,7 @@ impl ClusterHandle {
     /// unless the shared host was started with less).
     pub fn min_token_seconds(&self) -> i64 {
         match &*self.inner {
-            Backend::Dedicated(_) => 600,
+            Backend::Dedicated(_) | Backend::Real(_) => 600,
             Backend::Logical { host, .. } => host.min_token_seconds,
         }
     }
@@ -349,20 +487,70 @@ impl ClusterHandle {
         matches!(&*self.inner, Backend::Logical { .. })
     }
 
+    /// Returns once the platform has shut this cluster down (its Cluster object was deleted):
+    /// nothing in it exists any more, whether or not its server still answers.
+    pub async fn gone(&self) {
+        let mut shut_down = self.shut_down.subscribe();
+        let _ = shut_down.wait_for(|down| *down).await;
+    }
+
+    /// Whether the platform has shut this cluster down (see [`ClusterHandle::gone`]).
+    pub fn is_shut_down(&self) -> bool {
+        *self.shut_down.borrow()
+    }
+
+    /// Whether this is a real kube-apiserver.
+    pub fn is_real(&self) -> bool {
+        matches!(&*self.inner, Backend::Real(_))
+    }
+
     /// The shard serving this cluster.
+    ///
+    /// # Panics
+    /// On a real kube-apiserver, which is not an embedded shard.
     pub fn shard(&self) -> &Arc<Shard> {
         match &*self.inner {
             Backend::Dedicated(c) => c.shard(),
             Backend::Logical { host, .. } => &host.shard,
+            Backend::Real(c) => embedded_only(&c.name, "the embedded shard"),
         }
     }
 
     /// Stops serving this cluster and drops its objects (a logical cluster is removed from the
     /// shard; a dedicated one stops listening).
     pub(crate) async fn shut_down(&self) {
+        self.shut_down.send_replace(true);
         match &*self.inner {
             Backend::Dedicated(c) => c.stop().await,
             Backend::Logical { host, name } => host.remove(name),
+            Backend::Real(c) => {
+                c.stand_ins.stop();
+                let server = c.server.lock().map(|mut s| s.take()).unwrap_or(None);
+                drop(server);
+            }
         }
     }
+}
+
+/// What a test that needs the embedded server gets on a real kube-apiserver: a panic naming the
+/// feature, since a test cannot go on without it.
+fn embedded_only(cluster: &str, what: &str) -> ! {
+    panic!(
+        "{what} of cluster {cluster} exist only on the embedded backend; run this test without {}=kube-apiserver",
+        crate::dev::realstack::BACKEND_VAR
+    )
+}
+
+/// The DER of the first certificate in `pem`.
+fn pem_to_der(pem: &str) -> Result<Vec<u8>, String> {
+    use base64::Engine as _;
+    let body: String = pem
+        .lines()
+        .skip_while(|l| !l.starts_with("-----BEGIN CERTIFICATE-----"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("-----END"))
+        .collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .map_err(|e| format!("the CA certificate is not PEM: {e}"))
 }

@@ -99,6 +99,7 @@ pub mod operator;
 mod queue;
 #[cfg(unix)]
 pub mod realstack;
+mod stand_ins;
 
 pub use env::{ControlPlaneRef, ProviderEnv, TestEnv, TestEnvBuilder};
 pub use hosting::{ClusterHandle, Hosting};

@@ -125,6 +125,23 @@ pub struct Binaries {
 /// finds no binaries fail ([`Binaries::for_test`]); `cargo xtask test-real` and CI set it.
 pub const BACKEND_VAR: &str = "SERVICE_PROVIDER_TEST_BACKEND";
 
+/// Whether [`BACKEND_VAR`] asks for real kube-apiservers.
+pub fn real_backend_requested() -> bool {
+    std::env::var(BACKEND_VAR).as_deref() == Ok("kube-apiserver")
+}
+
+/// The test process's one [`RealStack`] (one etcd), started by the first caller; the clusters
+/// the simulated platform starts on real kube-apiservers share it, each under its own prefix.
+/// Its etcd lives as long as the process (see the module's doc).
+pub async fn shared_stack() -> Result<&'static RealStack, RealStackError> {
+    static SHARED: tokio::sync::OnceCell<RealStack> = tokio::sync::OnceCell::const_new();
+    SHARED
+        .get_or_try_init(|| async {
+            RealStack::start_with(Binaries::find()?, DEFAULT_START_TIMEOUT).await
+        })
+        .await
+}
+
 impl Binaries {
     /// The binaries for a test: `None` when they are not built, after a line saying the test is
     /// skipped and how to build them — unless [`BACKEND_VAR`] is `kube-apiserver`, where a test
@@ -132,7 +149,7 @@ impl Binaries {
     pub fn for_test() -> Option<Self> {
         match Self::find() {
             Ok(binaries) => Some(binaries),
-            Err(e) if std::env::var(BACKEND_VAR).as_deref() == Ok("kube-apiserver") => {
+            Err(e) if real_backend_requested() => {
                 panic!("{BACKEND_VAR}=kube-apiserver, but {e}; `cargo xtask test-real` builds them")
             }
             Err(e) => {
@@ -283,6 +300,7 @@ impl RealStack {
 /// A kube-apiserver; killed, and its directory removed, when dropped.
 pub struct KubeApiserver {
     name: String,
+    audit_log: PathBuf,
     url: String,
     etcd_prefix: String,
     ca_pem: String,
@@ -311,6 +329,7 @@ impl KubeApiserver {
         let sa = KeyPair::generate()?;
         let (sa_key, sa_pub) = (sa.serialize_pem(), sa.public_key_pem());
         let files = [
+            ("audit-policy.yaml", AUDIT_POLICY),
             ("ca.crt", stack.ca.ca_pem.as_str()),
             ("apiserver.crt", stack.ca.serving.cert_pem.as_str()),
             ("apiserver.key", stack.ca.serving.key_pem.as_str()),
@@ -346,8 +365,16 @@ impl KubeApiserver {
             format!("--service-account-issuer={url}/"),
             format!("--service-account-key-file={}", d("sa.pub")),
             format!("--service-account-signing-key-file={}", d("sa.key")),
+            // Every request, once, in the order answered: what the tests count and order with
+            // the embedded server's request counters (`ClusterHandle::counters`).
+            format!("--audit-policy-file={}", d("audit-policy.yaml")),
+            format!("--audit-log-path={}", d(AUDIT_LOG)),
+            "--audit-log-format=json".to_string(),
+            "--audit-log-mode=blocking".to_string(),
+            "--audit-log-maxsize=0".to_string(),
         ];
         let what = format!("kube-apiserver {name}");
+        let dir_path = dir.path.clone();
         let mut process = Process::spawn(&what, &stack.binaries.kube_apiserver, &args, dir)?;
         let kubeconfig = admin_kubeconfig(name, &url, &stack.ca.ca_pem, &stack.ca.admin);
         let client = client_from_kubeconfig(name, &kubeconfig).await?;
@@ -369,6 +396,7 @@ impl KubeApiserver {
         .await?;
         Ok(KubeApiserver {
             name: name.to_string(),
+            audit_log: dir_path.join(AUDIT_LOG),
             url,
             etcd_prefix,
             ca_pem: stack.ca.ca_pem.clone(),
@@ -396,6 +424,12 @@ impl KubeApiserver {
     /// The CA certificate (PEM) that signed the serving certificate and the client certificates.
     pub fn ca_pem(&self) -> &str {
         &self.ca_pem
+    }
+
+    /// The audit log: one JSON line (`audit.k8s.io/v1` Event, level Metadata) per request, written
+    /// when the response is complete; [`AuditReader`] reads it.
+    pub fn audit_log(&self) -> &Path {
+        &self.audit_log
     }
 
     /// The process id of kube-apiserver.
@@ -430,6 +464,132 @@ impl KubeApiserver {
     pub async fn client_for_token(&self, token: &str) -> Result<kube::Client, RealStackError> {
         client_from_kubeconfig(&self.name, &self.kubeconfig_for("token-user", token)).await
     }
+}
+
+/// The audit log's file name in a kube-apiserver's directory.
+const AUDIT_LOG: &str = "audit.log";
+
+/// Metadata of every request, once, when its response is complete.
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Metadata
+";
+
+/// One request from a kube-apiserver's audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditedRequest {
+    /// The verb (`get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, …; the
+    /// lower-case HTTP method for a non-resource request).
+    pub verb: String,
+    /// The resource plural with its subresource (`deployments/status`); a non-resource
+    /// request's path.
+    pub resource: String,
+    /// The namespace, empty for cluster-scoped objects and collections across namespaces.
+    pub namespace: String,
+    /// The object's name, empty for collections.
+    pub name: String,
+    /// The HTTP status code answered.
+    pub code: u16,
+    /// When the response was complete, in microseconds since the Unix epoch.
+    pub completed_micros: u64,
+}
+
+/// Reads a kube-apiserver's audit log from where it last stopped.
+#[derive(Debug)]
+pub struct AuditReader {
+    path: PathBuf,
+    offset: u64,
+}
+
+impl AuditReader {
+    /// A reader of the audit log at `path` from its beginning.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        AuditReader {
+            path: path.into(),
+            offset: 0,
+        }
+    }
+
+    /// The requests logged since the last call, in the order they were logged; a line still
+    /// being written is left for the next call.
+    pub fn next_requests(&mut self) -> Vec<AuditedRequest> {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut file) = std::fs::File::open(&self.path) else {
+            return Vec::new();
+        };
+        let mut text = String::new();
+        if file.seek(SeekFrom::Start(self.offset)).is_err()
+            || file.read_to_string(&mut text).is_err()
+        {
+            return Vec::new();
+        }
+        let complete = text.rfind('\n').map_or(0, |i| i + 1);
+        self.offset += complete as u64;
+        text[..complete]
+            .lines()
+            .filter_map(audited_request)
+            .collect()
+    }
+}
+
+fn audited_request(line: &str) -> Option<AuditedRequest> {
+    let event: serde_json::Value = serde_json::from_str(line).ok()?;
+    let text = |pointer: &str| {
+        event
+            .pointer(pointer)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let resource = match (text("/objectRef/resource"), text("/objectRef/subresource")) {
+        (resource, _) if resource.is_empty() => text("/requestURI")
+            .split('?')
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+        (resource, sub) if sub.is_empty() => resource,
+        (resource, sub) => format!("{resource}/{sub}"),
+    };
+    let completed = text("/stageTimestamp");
+    Some(AuditedRequest {
+        verb: text("/verb"),
+        resource,
+        namespace: text("/objectRef/namespace"),
+        name: text("/objectRef/name"),
+        code: event
+            .pointer("/responseStatus/code")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|c| u16::try_from(c).ok())
+            .unwrap_or(0),
+        completed_micros: micros_since_epoch(&completed)?,
+    })
+}
+
+/// kube-apiserver's audit time (UTC, `2026-12-05T07:31:29.825341Z`) as microseconds since the
+/// Unix epoch.
+fn micros_since_epoch(utc: &str) -> Option<u64> {
+    let (date, time) = utc.strip_suffix('Z')?.split_once('T')?;
+    let mut ymd = date.splitn(3, '-').map(str::parse::<i64>);
+    let (y, m, d) = (ymd.next()?.ok()?, ymd.next()?.ok()?, ymd.next()?.ok()?);
+    let (hms, fraction) = time.split_once('.').unwrap_or((time, "0"));
+    let mut parts = hms.splitn(3, ':').map(str::parse::<i64>);
+    let (h, min, sec) = (
+        parts.next()?.ok()?,
+        parts.next()?.ok()?,
+        parts.next()?.ok()?,
+    );
+    let micros: i64 = format!("{fraction:0<6}").get(..6)?.parse().ok()?;
+    // Days from the civil date (proleptic Gregorian), as in Howard Hinnant's `days_from_civil`.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let seconds = days * 86_400 + h * 3600 + min * 60 + sec;
+    u64::try_from(seconds * 1_000_000 + micros).ok()
 }
 
 fn admin_kubeconfig(name: &str, url: &str, ca_pem: &str, admin: &ClientCertificate) -> String {
@@ -891,6 +1051,35 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.as_os_str().to_owned()))
             .collect();
         move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn audit_lines_become_requests_in_microseconds() {
+        let line = r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ns/secrets/s","verb":"delete","objectRef":{"resource":"secrets","namespace":"ns","name":"s","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"stageTimestamp":"2026-12-05T07:31:29.825341Z"}"#;
+        let request = audited_request(line).expect("an audit event");
+        assert_eq!(
+            (
+                request.verb.as_str(),
+                request.resource.as_str(),
+                request.namespace.as_str()
+            ),
+            ("delete", "secrets", "ns")
+        );
+        assert_eq!((request.name.as_str(), request.code), ("s", 200));
+        // date -u -d 2026-12-05T07:31:29Z +%s
+        assert_eq!(request.completed_micros, 1_796_455_889_825_341);
+        let status = r#"{"requestURI":"/apis/apps/v1/namespaces/a/deployments/d/status","verb":"patch","objectRef":{"resource":"deployments","subresource":"status","namespace":"a","name":"d"},"responseStatus":{"code":403},"stageTimestamp":"1970-01-01T00:00:01.5Z"}"#;
+        let request = audited_request(status).expect("an audit event");
+        assert_eq!(
+            (request.resource.as_str(), request.code),
+            ("deployments/status", 403)
+        );
+        assert_eq!(request.completed_micros, 1_500_000);
+        let healthz = r#"{"requestURI":"/readyz?verbose","verb":"get","responseStatus":{"code":200},"stageTimestamp":"2026-01-01T00:00:00.000001Z"}"#;
+        assert_eq!(
+            audited_request(healthz).expect("an audit event").resource,
+            "/readyz"
+        );
     }
 
     #[test]

@@ -330,7 +330,7 @@ impl Shared {
         };
         match (&self.host, self.cfg.hosting) {
             (Some(host), Hosting::LogicalClusters) => host.add(&name),
-            _ => ClusterHandle::start_dedicated(&name).await,
+            (_, hosting) => ClusterHandle::start_own(&name, hosting).await,
         }
     }
 }
@@ -367,7 +367,7 @@ impl Operator {
                     .clamp(1, access::KUBE_MIN_TOKEN_SECONDS);
                 Some(SharedHost::start("clusters", min).await?)
             }
-            Hosting::Listeners => None,
+            Hosting::Listeners | Hosting::KubeApiservers => None,
         };
         let stop = CancellationToken::new();
         let queue = crate::dev::queue::new_queue();
