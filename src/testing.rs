@@ -73,7 +73,7 @@ use serde_json::{Value, json};
 use service_provider_runtime::access::clients::ClientFactory;
 use service_provider_runtime::cli::dev::DevSamples;
 use service_provider_runtime::cli::run::{RunOptions, Runtime};
-use service_provider_runtime::dev::{ClusterHandle, DevError, TestEnv};
+use service_provider_runtime::dev::{ClusterHandle, DevError, Hosting, TestEnv};
 use service_provider_runtime::modes::kcp::KcpSettings;
 use service_provider_runtime::openmcp::constants::{
     MANAGED_BY_LABEL, ONBOARDING_NAME_LABEL, ONBOARDING_NAMESPACE_LABEL, PURPOSE_WORKLOAD,
@@ -315,6 +315,30 @@ macro_rules! __testing_example_provider {
     };
 }
 
+/// What serves the simulated platform's clusters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded API server: starts in milliseconds, no binaries needed.
+    Embedded,
+    /// A real kube-apiserver per cluster, on one etcd, with RBAC enforced: the binaries are
+    /// found as controller-runtime's envtest finds them (`KUBEBUILDER_ASSETS`), else in the
+    /// cache `cargo xtask realstack` builds. No controller manager or kubelet runs: stand-ins
+    /// report workloads available and finalize deleted namespaces.
+    KubeApiserver,
+}
+
+impl Backend {
+    /// [`Backend::KubeApiserver`] when `SERVICE_PROVIDER_TEST_BACKEND=kube-apiserver` (as
+    /// `cargo xtask test-real` sets it), else [`Backend::Embedded`].
+    pub fn from_env() -> Self {
+        if service_provider_runtime::dev::realstack::real_backend_requested() {
+            Backend::KubeApiserver
+        } else {
+            Backend::Embedded
+        }
+    }
+}
+
 /// Configures a [`TestPlatform`] before it starts.
 ///
 /// ```
@@ -342,6 +366,7 @@ pub struct TestPlatformBuilder<P> {
     modes: Option<Vec<Mode>>,
     timeout: Duration,
     provider_name: Option<String>,
+    backend: Option<Backend>,
     _provider: PhantomData<fn() -> P>,
 }
 
@@ -352,6 +377,7 @@ impl<P> fmt::Debug for TestPlatformBuilder<P> {
             .field("modes", &self.modes)
             .field("timeout", &self.timeout)
             .field("provider_name", &self.provider_name)
+            .field("backend", &self.backend)
             .finish()
     }
 }
@@ -433,6 +459,33 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         self
     }
 
+    /// What serves the platform's clusters (default: [`Backend::from_env`]). kcp stays the
+    /// embedded one on either backend.
+    ///
+    /// With the binaries of controller-runtime's envtest (`KUBEBUILDER_ASSETS`, or
+    /// `cargo xtask realstack`'s cache), real kube-apiservers:
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # // Run by `cargo xtask test-real`; skipped, saying so, where the binaries are not built.
+    /// # if service_provider::dev::realstack::Binaries::for_test().is_none() { return Ok(()) }
+    /// use service_provider::testing::{Backend, TestPlatform};
+    ///
+    /// let platform = TestPlatform::<Hello>::builder()
+    ///     .backend(Backend::KubeApiserver)
+    ///     .start()
+    ///     .await?;
+    /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "greeting": "world" })).await?;
+    /// tenant.wait_ready().await?;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
     /// Starts the simulated platform with the provider installed as `init` leaves it (CRDs,
     /// ProviderConfig, ServiceProvider, its platform identity), and the provider running in
     /// this process in the chosen modes. Needs a multi-threaded tokio runtime
@@ -476,7 +529,12 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
             Some(spec) => spec,
             None => DevSamples::default().resolve::<P>().0,
         };
+        let hosting = match self.backend.unwrap_or_else(Backend::from_env) {
+            Backend::Embedded => Hosting::LogicalClusters,
+            Backend::KubeApiserver => Hosting::KubeApiservers,
+        };
         let mut builder = TestEnv::builder()
+            .hosting(hosting)
             .provider::<P>()
             .provider_config(config)
             .timeout(self.timeout);
@@ -586,6 +644,7 @@ impl<P: Reconcile> TestPlatform<P> {
             modes: None,
             timeout: DEFAULT_TIMEOUT,
             provider_name: None,
+            backend: None,
             _provider: PhantomData,
         }
     }
@@ -728,6 +787,7 @@ impl<P: Reconcile> TestPlatform<P> {
                 client,
                 kubeconfig: kcp.admin_kubeconfig(&ws.path),
                 timeout: self.shared.timeout,
+                handle: None,
             },
             timeout: self.shared.timeout,
         };
@@ -1822,6 +1882,9 @@ pub struct Cluster {
     client: kube::Client,
     kubeconfig: String,
     timeout: Duration,
+    /// The simulated platform's cluster (none for a kcp workspace): when the platform shuts it
+    /// down, what a test waits to be gone is gone with it.
+    handle: Option<ClusterHandle>,
 }
 
 impl fmt::Debug for Cluster {
@@ -1837,6 +1900,7 @@ impl Cluster {
             client: handle.client(),
             kubeconfig: handle.kubeconfig(),
             timeout,
+            handle: Some(handle.clone()),
         }
     }
 
@@ -2039,9 +2103,18 @@ impl Cluster {
         K: Resource<DynamicType = ()> + 'static,
     {
         let (api, name) = self.dynamic::<K>(key)?;
-        match watch_until(api, name, self.timeout, |o| o.is_none()).await {
-            Ok(_) => Ok(()),
-            Err(seen) => Err(self.timeout_error::<K>(key, "to be gone", seen.describe())),
+        let cluster_gone = async {
+            match &self.handle {
+                Some(handle) => handle.gone().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            found = watch_until(api, name, self.timeout, |o| o.is_none()) => match found {
+                Ok(_) => Ok(()),
+                Err(seen) => Err(self.timeout_error::<K>(key, "to be gone", seen.describe())),
+            },
+            () = cluster_gone => Ok(()),
         }
     }
 

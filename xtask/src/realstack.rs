@@ -56,14 +56,20 @@ pub(crate) fn run(root: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The one end-to-end test that cannot run on real kube-apiservers: it injects faults into the
+/// embedded server (and starts 100 MCP clusters, a process each on a real backend).
+const EMBEDDED_ONLY: &str = "faults::a_hundred_objects_survive_faults_and_leave_nothing_behind";
+
 /// `cargo xtask test-real`: the binaries (built when the cache is cold), then every test that
 /// runs on real kube-apiservers, with `SERVICE_PROVIDER_TEST_BACKEND=kube-apiserver` so a test
 /// that cannot find them fails instead of skipping.
 pub(crate) fn test_real(root: &Path) -> anyhow::Result<ExitCode> {
     let dir = assets(root)?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    // Every test that starts real kube-apiservers, by target and name filter.
-    let suites: [&[&str]; 2] = [
+    // Every test that starts real kube-apiservers, by target and name filter: the launcher's
+    // own, the macro's rules, and the end-to-end suites and the test kit's examples, whose
+    // simulated platform runs on real kube-apiservers under SERVICE_PROVIDER_TEST_BACKEND.
+    let suites: [&[&str]; 5] = [
         &[
             "-p",
             "service-provider-runtime",
@@ -73,6 +79,33 @@ pub(crate) fn test_real(root: &Path) -> anyhow::Result<ExitCode> {
             "realstack",
         ],
         &["-p", "service-provider", "--test", "macro", "real_rules"],
+        &[
+            "-p",
+            "service-provider",
+            "--features",
+            "dev",
+            "--test",
+            "standard",
+            "--",
+            "--skip",
+            EMBEDDED_ONLY,
+        ],
+        &[
+            "-p",
+            "service-provider",
+            "--features",
+            "dev",
+            "--test",
+            "kcp",
+        ],
+        &[
+            "-p",
+            "service-provider",
+            "--features",
+            "dev",
+            "--doc",
+            "testing",
+        ],
     ];
     for args in suites {
         let status = Command::new(&cargo)
