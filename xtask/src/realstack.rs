@@ -67,7 +67,7 @@ pub(crate) fn test_real(root: &Path) -> anyhow::Result<ExitCode> {
     let dir = assets(root)?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     // Every test that starts real kube-apiservers, by target and name filter: the launcher's
-    // own, the macro's rules, and the end-to-end suites and the test kit's examples, whose
+    // own, the macro's rules and the hello example, and the end-to-end suites and the test kit's examples, whose
     // simulated platform runs on real kube-apiservers under SERVICE_PROVIDER_TEST_BACKEND.
     let suites: [&[&str]; 5] = [
         &[
@@ -78,7 +78,15 @@ pub(crate) fn test_real(root: &Path) -> anyhow::Result<ExitCode> {
             "--test",
             "realstack",
         ],
-        &["-p", "service-provider", "--test", "macro", "real_rules"],
+        &[
+            "-p",
+            "service-provider",
+            "--test",
+            "macro",
+            "--",
+            "real_rules",
+            "hello::",
+        ],
         &[
             "-p",
             "service-provider",
