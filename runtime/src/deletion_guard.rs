@@ -20,6 +20,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 
 use crate::queue::Triggers;
+use crate::resources::waits::WatchTask;
 use crate::tenant::Identity;
 
 /// Reason of the `DeletionBlocked` condition while guarded objects remain (the Go template's and
@@ -153,15 +154,6 @@ impl Remaining {
     }
 }
 
-/// A watch task that ends when dropped.
-struct WatchTask(tokio::task::JoinHandle<()>);
-
-impl Drop for WatchTask {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// The guards of every tenant being deleted: checks them, and keeps a watch on each guarded kind
 /// that still holds a tenant's deletion.
 #[derive(Default)]
@@ -226,7 +218,7 @@ impl Guards {
         let key = id.clone();
         let id = id.clone();
         let triggers = triggers.clone();
-        let task = WatchTask(tokio::spawn(async move {
+        let task = WatchTask::spawn(async move {
             let mut events = std::pin::pin!(watcher(api, config).default_backoff());
             while let Some(event) = events.next().await {
                 match event {
@@ -239,7 +231,7 @@ impl Guards {
                     }
                 }
             }
-        }));
+        });
         watches.insert(key, (guard, task));
     }
 

@@ -41,6 +41,7 @@ use crate::platform::{ConfigState, Platform};
 use crate::provider_config::ProviderConfigResource;
 use crate::queue::Requeue;
 use crate::reconcile::Reconcile;
+use crate::resources::waits::Waits;
 use crate::status::write::{self as status, REASON_INVALID_OBJECT, Report};
 use crate::tenant::{ClusterAccess, Identity, WorkloadAccess, WorkloadCluster};
 
@@ -113,6 +114,8 @@ pub struct Reconciler<P: Reconcile, S: Source<P>> {
     reported_invalid: Mutex<HashMap<Identity, (Option<i64>, String)>>,
     /// The deletion guards of tenants being deleted, with a watch on each that holds.
     guards: Guards,
+    /// The managed objects each tenant waits for, watched.
+    waits: Waits,
 }
 
 impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
@@ -136,6 +139,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             waiting_since: Mutex::new(HashMap::new()),
             reported_invalid: Mutex::new(HashMap::new()),
             guards: Guards::default(),
+            waits: Waits::default(),
         }
     }
 
@@ -478,6 +482,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             }
             AuthorCall::Returned(Ok(outcome)) => {
                 let (state, requeue, extra) = outcome.into_parts();
+                self.watch_waits(id, &cx);
                 plan::created(state, requeue, extra, cx.resources().take(), timing)
             }
         };
@@ -639,9 +644,16 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             )),
             AuthorCall::Returned(Ok(outcome)) => {
                 let (state, requeue, extra) = outcome.into_parts();
+                self.watch_waits(id, &cx);
                 plan::deleted(state, requeue, extra, cx.resources().take())
             }
         }
+    }
+
+    /// Watches what the reconcile's sets wait for, instead of what they waited for before.
+    fn watch_waits(&self, id: &Identity, cx: &Context<P>) {
+        let waits = cx.resources().take_waits();
+        self.waits.wait_for(id, waits, self.platform.triggers());
     }
 
     /// Carries a decision out: writes its status (and the Event of a transition) and logs a
@@ -727,6 +739,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
     fn forget(&self, id: &Identity) {
         self.stop_waiting(id);
         self.guards.stop(id);
+        self.waits.stop(id);
         self.source.forget(id);
     }
 

@@ -41,6 +41,7 @@ use serde_json::Value;
 
 use crate::context::Context;
 use crate::provider::ServiceProvider;
+use crate::resources::waits::{Until, Wait};
 use crate::status::resources::{Location, ManagedResource, ResourcePhase, ResourceSink};
 use crate::tenant::ClusterAccess;
 
@@ -139,6 +140,18 @@ impl Member {
             kind: self.kind.clone(),
             plural: self.resource.clone(),
         }
+    }
+
+    /// A wait for this object in the cluster `client` reaches.
+    fn wait(&self, location: Location, client: &kube::Client, until: Until) -> Wait {
+        Wait::new(
+            location,
+            client,
+            &self.api_resource(),
+            self.namespace.as_deref(),
+            &self.name,
+            until,
+        )
     }
 
     fn api(&self, client: &kube::Client) -> Api<DynamicObject> {
@@ -818,6 +831,7 @@ impl ApplySet {
         }
 
         let mut report = ApplyReport::default();
+        let mut waits = Vec::new();
         let mut ready: HashMap<&MemberRef, ResourcePhase> = HashMap::new();
         let params = PatchParams::apply(&self.field_manager).force();
         for &i in &order {
@@ -868,6 +882,12 @@ impl ApplySet {
                 }
             };
             let status = status_of(&d.key, &object, d.check.as_ref());
+            // Not ready yet (or failed, and may recover): watched until it changes.
+            if status.phase != ResourcePhase::Ready
+                && let Some(seen) = object.metadata.resource_version.clone()
+            {
+                waits.push(member.wait(d.key.location, client, Until::Changed(seen)));
+            }
             ready.insert(&d.key, status.phase);
             report.resources.push(status);
         }
@@ -895,7 +915,7 @@ impl ApplySet {
             }
         }
         if let Some(sink) = &self.sink {
-            sink.record(&self.name, report.resources.clone());
+            sink.record(&self.name, report.resources.clone(), waits);
         }
         Ok(report)
     }
@@ -978,11 +998,21 @@ impl ApplySet {
                 break;
             }
         }
+        let mut waits = Vec::new();
         for entry in &members {
             let this = key(entry);
             let Some(&deleting) = present.get(&this) else {
                 continue;
             };
+            // Going: watched until it is gone. One held by what depends on it waits for that
+            // to go, which is watched.
+            if deleting {
+                let (t, r) = entry;
+                waits.push(
+                    r.member
+                        .wait(this.location, &self.targets[*t].client, Until::Gone),
+                );
+            }
             let waiting_for = members.iter().map(key).find(|other| {
                 present.contains_key(other)
                     && members.iter().any(|(t, r)| {
@@ -1006,7 +1036,7 @@ impl ApplySet {
             }
         }
         if let Some(sink) = &self.sink {
-            sink.record(&self.name, report.remaining.clone());
+            sink.record(&self.name, report.remaining.clone(), waits);
         }
         Ok(report)
     }

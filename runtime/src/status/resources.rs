@@ -3,6 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::resources::waits::Wait;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -215,24 +217,40 @@ impl ManagedResource {
 /// Where a [`Context`](crate::Context)'s sets report their members, for the runtime to write
 /// into `status.resources`.
 #[derive(Clone, Debug, Default)]
-pub struct ResourceSink(Arc<Mutex<SetReports>>);
+pub struct ResourceSink(Arc<Mutex<Reported>>);
 
-/// Each set's members, by set name.
-type SetReports = Vec<(String, Vec<ManagedResource>)>;
+/// Each set's members and the objects it waits for, by set name.
+#[derive(Debug, Default)]
+struct Reported {
+    sets: Vec<(String, Vec<ManagedResource>)>,
+    waits: Vec<(String, Vec<Wait>)>,
+}
 
 impl ResourceSink {
-    pub(crate) fn record(&self, set: &str, resources: Vec<ManagedResource>) {
-        let mut sets = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match sets.iter_mut().find(|(name, _)| name == set) {
+    /// Records what `set`'s last apply or delete reported: its members, and the objects it
+    /// waits for.
+    pub(crate) fn record(&self, set: &str, resources: Vec<ManagedResource>, waits: Vec<Wait>) {
+        let mut reported = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match reported.sets.iter_mut().find(|(name, _)| name == set) {
             Some((_, old)) => *old = resources,
-            None => sets.push((set.to_owned(), resources)),
+            None => reported.sets.push((set.to_owned(), resources)),
+        }
+        match reported.waits.iter_mut().find(|(name, _)| name == set) {
+            Some((_, old)) => *old = waits,
+            None => reported.waits.push((set.to_owned(), waits)),
         }
     }
 
     /// Every member reported so far, set by set in the order they were first applied; `None`
     /// when no set reported.
     pub fn take(&self) -> Option<Vec<ManagedResource>> {
-        let sets = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        let sets = std::mem::take(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()).sets);
         (!sets.is_empty()).then(|| sets.into_iter().flat_map(|(_, r)| r).collect())
+    }
+
+    /// The objects the sets wait for, to watch until the next reconcile.
+    pub(crate) fn take_waits(&self) -> Vec<Wait> {
+        let waits = std::mem::take(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()).waits);
+        waits.into_iter().flat_map(|(_, w)| w).collect()
     }
 }
