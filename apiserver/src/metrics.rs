@@ -41,6 +41,20 @@ pub struct LoggedRequest {
     pub code: u16,
 }
 
+impl LoggedRequest {
+    fn new(sequence: u64, key: &CounterKey, namespace: &str, name: &str) -> Self {
+        LoggedRequest {
+            sequence,
+            cluster: key.cluster.clone(),
+            verb: key.verb.clone(),
+            resource: key.resource.clone(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            code: key.code,
+        }
+    }
+}
+
 /// Orders the logs of every server in the process.
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
@@ -71,15 +85,8 @@ impl Counters {
         }
         // Taken under the lock, so that one server's log is in sequence order.
         let mut log = self.log.lock();
-        log.push(LoggedRequest {
-            sequence: SEQUENCE.fetch_add(1, Ordering::SeqCst),
-            cluster: key.cluster.clone(),
-            verb: key.verb.clone(),
-            resource: key.resource.clone(),
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            code: key.code,
-        });
+        let sequence = SEQUENCE.fetch_add(1, Ordering::SeqCst);
+        log.push(LoggedRequest::new(sequence, key, namespace, name));
     }
 
     /// Counts a request another server answered and logs it (when the log is on) at
@@ -88,15 +95,8 @@ impl Counters {
     /// order they answered in.
     pub fn record_answered(&self, key: CounterKey, namespace: &str, name: &str, sequence: u64) {
         if self.logging.load(Ordering::Relaxed) {
-            self.log.lock().push(LoggedRequest {
-                sequence,
-                cluster: key.cluster.clone(),
-                verb: key.verb.clone(),
-                resource: key.resource.clone(),
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-                code: key.code,
-            });
+            let entry = LoggedRequest::new(sequence, &key, namespace, name);
+            self.log.lock().push(entry);
         }
         *self.map.lock().entry(key).or_insert(0) += 1;
     }

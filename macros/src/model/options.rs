@@ -329,23 +329,34 @@ fn crate_path(meta: &Meta, errors: &mut Accumulator) -> Option<syn::Path> {
     parsed
 }
 
-fn column(meta: &Meta, errors: &mut Accumulator) -> Option<Column> {
-    let how =
-        "write `printcolumn(name = \"Version\", type = \"string\", json_path = \".spec.version\")`";
+/// The items of an option written as a list (`option(key = "value", ..)`); an option written
+/// otherwise is an error that says `how` to write it.
+fn nested_list(
+    meta: &Meta,
+    option: &str,
+    how: &str,
+    errors: &mut Accumulator,
+) -> Option<Vec<NestedMeta>> {
     let Meta::List(list) = meta else {
         errors.push(error(
             meta.span(),
-            format!("`printcolumn` takes a list: {how}"),
+            format!("`{option}` takes a list: {how}"),
         ));
         return None;
     };
-    let items = match NestedMeta::parse_meta_list(list.tokens.clone()) {
-        Ok(items) => items,
+    match NestedMeta::parse_meta_list(list.tokens.clone()) {
+        Ok(items) => Some(items),
         Err(err) => {
             errors.push(err.into());
-            return None;
+            None
         }
-    };
+    }
+}
+
+fn column(meta: &Meta, errors: &mut Accumulator) -> Option<Column> {
+    let how =
+        "write `printcolumn(name = \"Version\", type = \"string\", json_path = \".spec.version\")`";
+    let items = nested_list(meta, "printcolumn", how, errors)?;
     let mut seen: HashMap<String, ()> = HashMap::new();
     let (mut name, mut type_, mut json_path, mut description, mut format, mut priority) =
         (None, None, None, None, None, None);
@@ -408,7 +419,7 @@ fn column(meta: &Meta, errors: &mut Accumulator) -> Option<Column> {
     let mut missing = |present: bool, what: &str| {
         if !present && !seen.contains_key(what) {
             errors.push(error(
-                list.path.span(),
+                meta.path().span(),
                 format!("`printcolumn` is missing `{what}`: {how}"),
             ));
         }
@@ -429,20 +440,7 @@ fn column(meta: &Meta, errors: &mut Accumulator) -> Option<Column> {
 fn deletion_guard(meta: &Meta, errors: &mut Accumulator) -> Option<Guard> {
     let how = "write `deletion_guard(group = \"velero.io\", version = \"v1\", kind = \"Backup\")`, \
                optionally with `plural`, `namespace` and `labels` (a label selector)";
-    let Meta::List(list) = meta else {
-        errors.push(error(
-            meta.span(),
-            format!("`deletion_guard` takes a list: {how}"),
-        ));
-        return None;
-    };
-    let items = match NestedMeta::parse_meta_list(list.tokens.clone()) {
-        Ok(items) => items,
-        Err(err) => {
-            errors.push(err.into());
-            return None;
-        }
-    };
+    let items = nested_list(meta, "deletion_guard", how, errors)?;
     let mut values: HashMap<String, LitStr> = HashMap::new();
     for item in &items {
         let NestedMeta::Meta(meta) = item else {
@@ -489,7 +487,7 @@ fn deletion_guard(meta: &Meta, errors: &mut Accumulator) -> Option<Guard> {
         let value = values.remove(what);
         if value.is_none() {
             errors.push(error(
-                list.path.span(),
+                meta.path().span(),
                 format!("`deletion_guard` is missing `{what}`: {how}"),
             ));
         }
