@@ -20,8 +20,8 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event, watcher};
 
 use crate::queue::Triggers;
-use crate::resources::waits::WatchTask;
 use crate::tenant::Identity;
+use crate::waits::WatchTask;
 
 /// Reason of the `DeletionBlocked` condition while guarded objects remain (the Go template's and
 /// the metrics-operator provider's reason for the same wait).

@@ -25,6 +25,7 @@ pub mod provider_config;
 pub mod queue;
 pub(crate) mod status;
 pub mod tenant;
+pub(crate) mod waits;
 
 // Where Service API objects come from: the onboarding cluster or kcp workspaces.
 pub mod modes;

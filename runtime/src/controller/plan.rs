@@ -22,7 +22,7 @@ use crate::status::write::{
 use crate::tenant::ClusterAccess;
 
 /// Re-check interval while a managed object is pending: a safety net, since the runtime
-/// watches each object a set waits for (`resources::waits`) and reconciles when it changes.
+/// watches each object a set waits for (`waits`) and reconciles when it changes.
 pub(crate) const RESOURCE_RECHECK: Duration = Duration::from_secs(30);
 /// Re-check interval of a held deletion guard when there is no poll interval.
 const GUARD_RECHECK: Duration = Duration::from_secs(60);

@@ -41,9 +41,9 @@ use crate::platform::{ConfigState, Platform};
 use crate::provider_config::ProviderConfigResource;
 use crate::queue::Requeue;
 use crate::reconcile::Reconcile;
-use crate::resources::waits::Waits;
 use crate::status::write::{self as status, REASON_INVALID_OBJECT, Report};
 use crate::tenant::{ClusterAccess, Identity, WorkloadAccess, WorkloadCluster};
+use crate::waits::Waits;
 
 mod invalid;
 

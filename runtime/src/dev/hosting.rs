@@ -42,8 +42,9 @@ pub enum Hosting {
     Listeners,
     /// Every cluster, the platform and onboarding clusters included, is a real kube-apiserver
     /// ([`crate::dev::realstack`]) on one etcd shared by the test process, with
-    /// stand-ins doing what kube-controller-manager and kubelet would. Faults and
-    /// request counters are the embedded server's and are not available here.
+    /// stand-ins doing what kube-controller-manager and kubelet would. Request counters come
+    /// from each kube-apiserver's audit log; fault injection is the embedded server's and is
+    /// not available here.
     KubeApiservers,
 }
 

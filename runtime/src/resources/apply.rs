@@ -41,9 +41,9 @@ use serde_json::Value;
 
 use crate::context::Context;
 use crate::provider::ServiceProvider;
-use crate::resources::waits::{Until, Wait};
 use crate::status::resources::{Location, ManagedResource, ResourcePhase, ResourceSink};
 use crate::tenant::ClusterAccess;
+use crate::waits::{Until, Wait};
 
 /// Label on every member: the id of the set it belongs to.
 pub const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";
@@ -145,7 +145,7 @@ impl Member {
     /// A wait for this object in the cluster `client` reaches.
     fn wait(&self, location: Location, client: &kube::Client, until: Until) -> Wait {
         Wait::new(
-            location,
+            location.describe(),
             client,
             &self.api_resource(),
             self.namespace.as_deref(),

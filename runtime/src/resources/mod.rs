@@ -5,4 +5,3 @@ pub mod apply;
 pub mod flux;
 pub(crate) mod helm;
 pub(crate) mod pull_secrets;
-pub(crate) mod waits;

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::resources::waits::Wait;
+use crate::waits::Wait;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

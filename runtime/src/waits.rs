@@ -13,7 +13,6 @@ use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Api, ResourceExt};
 
 use crate::queue::Triggers;
-use crate::status::resources::Location;
 use crate::tenant::Identity;
 
 /// What ends a wait.
@@ -28,7 +27,8 @@ pub(crate) enum Until {
 /// One object a reconcile waits for.
 #[derive(Clone)]
 pub(crate) struct Wait {
-    location: Location,
+    /// Which of the tenant's clusters (as `Location::describe` names it).
+    cluster: &'static str,
     client: kube::Client,
     resource: ApiResource,
     namespace: Option<String>,
@@ -46,11 +46,11 @@ impl std::fmt::Debug for Wait {
 }
 
 /// Which object, where: one watch per key and tenant.
-type WaitKey = (Location, String, String, Option<String>, String);
+type WaitKey = (&'static str, String, String, Option<String>, String);
 
 impl Wait {
     pub(crate) fn new(
-        location: Location,
+        cluster: &'static str,
         client: &kube::Client,
         resource: &ApiResource,
         namespace: Option<&str>,
@@ -58,7 +58,7 @@ impl Wait {
         until: Until,
     ) -> Self {
         Wait {
-            location,
+            cluster,
             client: client.clone(),
             resource: resource.clone(),
             namespace: namespace.map(str::to_owned),
@@ -69,7 +69,7 @@ impl Wait {
 
     fn key(&self) -> WaitKey {
         (
-            self.location,
+            self.cluster,
             self.resource.api_version.clone(),
             self.resource.plural.clone(),
             self.namespace.clone(),
