@@ -77,8 +77,8 @@ impl Wait {
         )
     }
 
-    /// Watches the object; triggers `id` once when the wait is over (or might be: the watch
-    /// failed, e.g. its credentials expired, and the next reconcile starts a new one).
+    /// Watches the object; triggers `id` once when the wait is over. A watch that fails ends
+    /// without a trigger: the next reconcile (the plan's recheck at the latest) starts a new one.
     fn spawn(self, id: Identity, triggers: Triggers) -> WatchTask {
         WatchTask(tokio::spawn(async move {
             let api: Api<DynamicObject> = match &self.namespace {
@@ -105,9 +105,12 @@ impl Wait {
                     }
                     Ok(Event::InitDone) => !present,
                     Ok(Event::Delete(_)) => true,
+                    // Not allowed to watch (a narrowed grant), credentials expired, or the kind
+                    // is gone: the plan's recheck reconciles, and that reconcile watches anew.
+                    // Triggering here would turn a lasting refusal into a reconcile loop.
                     Err(err) => {
-                        tracing::debug!(object = %id, error = %err, "watch of a managed object failed");
-                        true
+                        tracing::debug!(object = %id, error = %err, "watch of a managed object failed; the recheck takes over");
+                        return;
                     }
                 };
                 if over {
@@ -179,5 +182,84 @@ impl Waits {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+    use service_provider_apiserver::{Cluster, ClusterOptions};
+
+    use super::*;
+    use crate::queue::{BackoffPolicy, Queue};
+    use crate::tenant::Mode;
+
+    async fn triggered(queue: &Queue<Identity>) -> Option<Identity> {
+        tokio::time::timeout(Duration::from_secs(10), queue.next())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wait_ends_with_a_trigger_when_its_object_changes_or_goes() {
+        let cluster = Cluster::start_new("waits", ClusterOptions::default())
+            .await
+            .expect("the embedded cluster starts");
+        let client = cluster.client();
+        let maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+        let map = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some("member".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let created = maps.create(&PostParams::default(), &map).await.unwrap();
+        let queue = Queue::new(BackoffPolicy::default());
+        let triggers = Triggers::default();
+        triggers.register(Mode::Standard, queue.clone(), Vec::new);
+        let id = Identity {
+            cluster: None,
+            namespace: "tenants".into(),
+            name: "a".into(),
+        };
+        let resource = ApiResource::erase::<ConfigMap>(&());
+        let wait = |until| {
+            Wait::new(
+                "tenant cluster",
+                &client,
+                &resource,
+                Some("default"),
+                "member",
+                until,
+            )
+        };
+        let waits = Waits::default();
+
+        // The reconcile read this version: a change after it ends the wait.
+        let seen = created.metadata.resource_version.clone().unwrap();
+        waits.wait_for(&id, vec![wait(Until::Changed(seen))], &triggers);
+        let patch = serde_json::json!({ "data": { "ready": "true" } });
+        maps.patch("member", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        assert_eq!(triggered(&queue).await, Some(id.clone()));
+        queue.done(&id, crate::queue::Requeue::Never);
+
+        // Being deleted: the wait ends when it is gone.
+        waits.wait_for(&id, vec![wait(Until::Gone)], &triggers);
+        maps.delete("member", &DeleteParams::default())
+            .await
+            .unwrap();
+        assert_eq!(triggered(&queue).await, Some(id.clone()));
+        queue.done(&id, crate::queue::Requeue::Never);
+
+        // Nothing waited for: no watch is left.
+        waits.wait_for(&id, Vec::new(), &triggers);
+        assert!(waits.tenants.lock().unwrap().is_empty());
     }
 }
