@@ -19,6 +19,7 @@ use kube::api::{
     PostParams,
 };
 use kube::discovery::{Discovery, Scope, verbs};
+use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use service_provider_apiserver::controllers::deployment::{WORKLOADS, available_workload_status};
 use tokio::task::JoinHandle;
@@ -147,7 +148,11 @@ async fn workloads(client: kube::Client, group: &str, version: &str, plural: &st
         plural: plural.into(),
     };
     let all = Api::<DynamicObject>::all_with(client.clone(), &resource);
-    let mut events = watcher::watcher(all, watcher::Config::default()).boxed();
+    // With a backoff: a stopped kube-apiserver refuses at once, and a watcher retrying
+    // without one never yields, which blocks the runtime it runs on from shutting down.
+    let mut events = watcher::watcher(all, watcher::Config::default())
+        .default_backoff()
+        .boxed();
     while let Some(event) = events.next().await {
         let (Ok(Event::Apply(object)) | Ok(Event::InitApply(object))) = event else {
             continue;
@@ -177,7 +182,11 @@ async fn workloads(client: kube::Client, group: &str, version: &str, plural: &st
 async fn namespaces(client: kube::Client) {
     let finalizing: Arc<Mutex<BTreeSet<String>>> = Arc::default();
     let all = Api::<Namespace>::all(client.clone());
-    let mut events = watcher::watcher(all, watcher::Config::default()).boxed();
+    // With a backoff: a stopped kube-apiserver refuses at once, and a watcher retrying
+    // without one never yields, which blocks the runtime it runs on from shutting down.
+    let mut events = watcher::watcher(all, watcher::Config::default())
+        .default_backoff()
+        .boxed();
     while let Some(event) = events.next().await {
         let (Ok(Event::Apply(ns)) | Ok(Event::InitApply(ns))) = event else {
             continue;
