@@ -249,13 +249,18 @@ async fn an_unreadable_status_is_rewritten_and_does_not_hold_a_deletion() -> Res
         "resources": "none",
         "foreign": { "written": "by someone else" },
     } });
-    raw.patch_status(
-        tenant.name(),
-        &PatchParams::default(),
-        &Patch::Merge(&garbage),
-    )
-    .await
-    .expect("the looser schema takes it");
+    // kube-apiserver swaps a CRD's schema a moment after the CRD changes: until then the write
+    // is still checked against the old one (422).
+    eventually("the looser schema to take it", common::TIMEOUT, || async {
+        raw.patch_status(
+            tenant.name(),
+            &PatchParams::default(),
+            &Patch::Merge(&garbage),
+        )
+        .await
+        .ok()
+    })
+    .await?;
     // The object still reads: with no status (or, had a poll come first, the rewritten one).
     let read = tenant.get().await?.status.unwrap_or_default();
     assert!(
@@ -327,13 +332,17 @@ async fn an_unreadable_spec_is_reported_and_its_deletion_still_gives_access_back
     }
     loosen(&platform, "spec").await;
     let raw = raw(&platform, &tenant);
-    raw.patch(
-        tenant.name(),
-        &PatchParams::default(),
-        &Patch::Merge(json!({ "spec": { "version": 42 } })),
-    )
-    .await
-    .expect("the looser schema takes it");
+    // As above: written once kube-apiserver checks with the looser schema.
+    eventually("the looser schema to take it", common::TIMEOUT, || async {
+        raw.patch(
+            tenant.name(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "version": 42 } })),
+        )
+        .await
+        .ok()
+    })
+    .await?;
     let reported = eventually("the InvalidObject condition", common::TIMEOUT, || async {
         let o = raw.get(tenant.name()).await.ok()?;
         let conditions = o.data["status"]["conditions"].as_array()?;
