@@ -117,6 +117,7 @@ impl ExternalSecretsOperator {
                     },
                     values: (!names.is_empty())
                         .then(|| json!({ "global": { "imagePullSecrets": names } })),
+                    ..Default::default()
                 },
             )
             .await?;

@@ -66,7 +66,7 @@ pub use provider_config::{
 };
 pub use reconcile::Reconcile;
 pub use resources::apply::{ApplySet, DeletionPolicy, MemberRef, Readiness};
-pub use resources::helm::{HelmChart, HelmInstall};
+pub use resources::helm::{ChartKind, ChartPart, ChartSplit, HelmChart, HelmInstall, HelmMembers};
 pub use status::resources::{Location, ManagedResource, ResourcePhase};
 pub use status::{ExtraStatus, NoStatus, Phase, ServiceStatus};
 pub use tenant::{ClusterAccess, Identity, Mode, WorkloadCluster};

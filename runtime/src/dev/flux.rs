@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::dev::DevError;
 use crate::dev::hosting::ClusterHandle;
 use crate::resources::flux::{HelmRelease, HelmRepository, OCIRepository};
+use crate::resources::helm::{CHART_KINDS_ANNOTATION, ChartKind};
 
 /// How long a well-formed Flux object takes to become Ready (a pull, an install).
 pub const READY_AFTER: Duration = Duration::from_millis(300);
@@ -409,6 +410,11 @@ async fn helm_release(client: &kube::Client, object: &DynamicObject) -> Verdict 
             }
         }
     };
+    if let Some(kinds) = object.annotations().get(CHART_KINDS_ANNOTATION)
+        && let Some(verdict) = unserved_kind(&target, kinds).await
+    {
+        return verdict;
+    }
     let target_ns = str_at(object, "/spec/targetNamespace")
         .unwrap_or(&ns)
         .to_owned();
@@ -460,6 +466,45 @@ async fn helm_release(client: &kube::Client, object: &DynamicObject) -> Verdict 
             "Helm install succeeded for release {target_ns}/{release}.v1 with chart {chart}@{version}"
         ),
     )
+}
+
+/// Fails the install as Helm does when the target cluster does not serve a built-in kind the
+/// chart was declared to install (a Deployment into a kcp workspace). Kinds of other groups are
+/// the chart's own CRDs, which Helm installs first.
+async fn unserved_kind(target: &kube::Client, kinds: &str) -> Option<Verdict> {
+    for kind in kinds.split(',').filter_map(ChartKind::parse) {
+        let group = kind.group();
+        if group.contains('.') && !group.ends_with(".k8s.io") {
+            continue;
+        }
+        let served = if group.is_empty() {
+            target.list_core_api_resources(&kind.api_version).await
+        } else {
+            target.list_api_group_resources(&kind.api_version).await
+        };
+        let missing = match served {
+            Ok(list) => !list.resources.iter().any(|r| r.kind == kind.kind),
+            Err(kube::Error::Api(s)) if s.code == 404 => true,
+            Err(e) => {
+                return Some(Verdict::Failed(
+                    "InstallFailed",
+                    format!("Kubernetes cluster unreachable: {e}"),
+                ));
+            }
+        };
+        if missing {
+            return Some(Verdict::Failed(
+                "InstallFailed",
+                format!(
+                    "Helm install failed: unable to build kubernetes objects from release manifest: \
+                     resource mapping not found: no matches for kind \"{}\" in version \"{}\"; \
+                     ensure CRDs are installed first",
+                    kind.kind, kind.api_version
+                ),
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
