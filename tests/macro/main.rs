@@ -6,6 +6,9 @@
 // module, hence the allows), so their manifests are checked in-process; the
 // examples' own tests (`hello::tests`, the README's test-kit example) run here too.
 #[allow(dead_code, unreachable_pub)]
+#[path = "../../examples/cert-manager/main.rs"]
+mod cert_manager;
+#[allow(dead_code, unreachable_pub)]
 #[path = "../../examples/external-secrets/main.rs"]
 mod eso;
 #[allow(dead_code, unreachable_pub)]

@@ -7,7 +7,7 @@ use service_provider::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextens
 use service_provider::kube::CustomResourceExt;
 use service_provider::manifests::{self, DifferenceKind, Manifest};
 
-use crate::{eso, hello, velero, velero_by_hand};
+use crate::{cert_manager, eso, hello, velero, velero_by_hand};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -235,7 +235,11 @@ fn example_names(dir: &Path, dirs_only: bool) -> BTreeSet<String> {
 /// The in-process form of `cargo xtask crds --check`.
 #[test]
 fn checked_in_manifests_are_up_to_date() {
-    let examples: [(&str, Vec<Manifest>); 3] = [
+    let examples: [(&str, Vec<Manifest>); 4] = [
+        (
+            "cert-manager",
+            manifests::manifests::<cert_manager::CertManager>(),
+        ),
         (
             "external-secrets",
             manifests::manifests::<eso::ExternalSecretsOperator>(),

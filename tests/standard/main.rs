@@ -7,6 +7,10 @@
 #[allow(dead_code, unreachable_pub)] // a binary's `pub` items, here in a module
 mod velero;
 
+#[path = "../../examples/cert-manager/main.rs"]
+#[allow(dead_code, unreachable_pub)] // a binary's `pub` items, here in a module
+mod cert_manager;
+
 #[path = "../../examples/external-secrets/main.rs"]
 #[allow(dead_code, unreachable_pub)] // a binary's `pub` items, here in a module
 mod eso;
@@ -18,6 +22,7 @@ mod deletion_guard;
 mod faults;
 mod flaky;
 mod go_status;
+mod helm_topology;
 mod leader;
 mod lifecycle;
 mod logs;

@@ -1,0 +1,187 @@
+//! cert-manager for a tenant's control plane, in both modes: its Helm chart is installed by
+//! Flux on the workload cluster, with the platform's pull secrets copied where its pods run.
+//!
+//! Where the chart goes depends on the tenant's cluster ([`service_provider::ChartSplit`]):
+//! - an MCP runs pods, so the whole chart goes there (the HelmRelease reads the MCP's
+//!   kubeconfig);
+//! - a kcp workspace runs none, so only cert-manager's CRDs go into the workspace, and its
+//!   controller runs on the workload cluster, in the tenant's namespace there, pointed at the
+//!   workspace through the tenant kubeconfig Secret.
+//!
+//! Deleting it is blocked while the end user still has Certificates: removing the CRDs would
+//! delete them. Everything else — dependency order, readiness, `status.resources`, pruning,
+//! reverse-order deletion — is the runtime's.
+//!
+//! ```sh
+//! cargo run --example cert-manager     # dev: a simulated platform with a Flux stand-in
+//! ```
+
+use service_provider::k8s_openapi::api::core::v1::Namespace;
+use service_provider::kube::api::ObjectMeta;
+use service_provider::prelude::*;
+use service_provider::serde_json::{Value, json};
+use service_provider::{ChartKind, ChartPart, ChartSplit, HelmChart, HelmInstall, Location, Mode};
+
+/// cert-manager for a tenant's control plane.
+#[service_provider(
+    group = "cert-manager.services.openmcp.cloud",
+    version = "v1alpha1",
+    kind = "CertManager",
+    workload_cluster = required,
+    kcp,
+    // Uninstalling removes cert-manager's CRDs, and with them the end user's Certificates.
+    deletion_guard(group = "cert-manager.io", version = "v1", kind = "Certificate"),
+)]
+pub struct CertManagerSpec {
+    /// cert-manager version; must be offered in ProviderConfig `spec.versions`.
+    pub version: String,
+}
+
+/// Where the jetstack chart lives, for a version whose ProviderConfig entry names no `chartURL`.
+pub const DEFAULT_CHART: &str = "oci://quay.io/jetstack/charts/cert-manager";
+/// The chart is tagged `v1.17.2` for cert-manager 1.17.2.
+const TAG_FORMAT: &str = "v{version}";
+/// cert-manager's namespace in an MCP; it may hold the end user's Issuers, so it stays.
+const NAMESPACE: &str = "cert-manager";
+/// Where the running part mounts the tenant kubeconfig on the workload cluster (kcp mode).
+const TENANT_KUBECONFIG_DIR: &str = "/etc/cert-manager/tenant";
+
+/// What the chart installs: its API part, and the part that runs.
+fn api_kinds() -> Vec<ChartKind> {
+    vec![
+        ChartKind::new("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        // The aggregated roles that let the end user's admins edit Certificates.
+        ChartKind::new("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ]
+}
+
+fn running_kinds() -> Vec<ChartKind> {
+    vec![
+        ChartKind::new("v1", "ServiceAccount"),
+        ChartKind::new("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+        ChartKind::new("apps/v1", "Deployment"),
+        ChartKind::new("v1", "Service"),
+        ChartKind::new(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+        ),
+        ChartKind::new(
+            "admissionregistration.k8s.io/v1",
+            "MutatingWebhookConfiguration",
+        ),
+    ]
+}
+
+/// Values that point a cert-manager component at the tenant's workspace: the kubeconfig Secret
+/// mounted, `--kubeconfig` set.
+fn reach_tenant(kubeconfig_secret: &str) -> Value {
+    json!({
+        "extraArgs": [format!("--kubeconfig={TENANT_KUBECONFIG_DIR}/kubeconfig")],
+        "volumes": [{ "name": "tenant-kubeconfig", "secret": { "secretName": kubeconfig_secret } }],
+        "volumeMounts": [{ "name": "tenant-kubeconfig", "mountPath": TENANT_KUBECONFIG_DIR, "readOnly": true }],
+    })
+}
+
+fn namespace(name: &str) -> Namespace {
+    Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+impl Reconcile for CertManager {
+    async fn create_or_update(&self, cx: &Context<Self>) -> Result<Outcome, Error> {
+        let chart = HelmChart::from_version_or(
+            cx.common().resolve_version(&self.spec.version)?,
+            DEFAULT_CHART,
+        )
+        .tag_format(TAG_FORMAT);
+        let mut set = cx.resource_set("cert-manager");
+        // The Flux objects live in the tenant's namespace on the shared workload cluster.
+        let flux_namespace = format!("cert-manager-{}", cx.identity().stable_id());
+        set.add_to(Location::WorkloadCluster, &namespace(&flux_namespace))?;
+        // Pull secrets go where the pods run: the MCP, or beside the Flux objects.
+        let (pods_at, pods_namespace) = match cx.mode() {
+            Mode::Standard => {
+                set.add(&namespace(NAMESPACE))?.orphan();
+                (Location::ManagedControlPlane, NAMESPACE.to_owned())
+            }
+            Mode::Kcp => (Location::WorkloadCluster, flux_namespace.clone()),
+        };
+        let sources: Vec<String> = cx
+            .common()
+            .image_pull_secrets
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
+        let pulls = cx
+            .copy_pull_secrets(&mut set, pods_at, &pods_namespace, &sources)
+            .await?;
+        let names: Vec<Value> = pulls.names.iter().map(|n| json!({ "name": n })).collect();
+
+        let mut install = HelmInstall {
+            name: "cert-manager".into(),
+            namespace: flux_namespace,
+            target_namespace: NAMESPACE.into(),
+            chart,
+            values: Some(json!({ "global": { "imagePullSecrets": names } })),
+            installs: [api_kinds(), running_kinds()].concat(),
+            kcp_split: None,
+        };
+        // In a kcp workspace: the same chart twice. The jetstack chart has no switch that leaves
+        // only its CRDs, so a kcp platform's ProviderConfig names a chart that renders only them
+        // under `crdsOnly`; every cert-manager component then runs on the workload cluster,
+        // pointed at the workspace.
+        let tenant = reach_tenant(&install.kubeconfig_secret());
+        let mut workload = tenant.clone();
+        workload["crds"] = json!({ "enabled": false });
+        workload["webhook"] = tenant.clone();
+        workload["cainjector"] = tenant;
+        install.kcp_split = Some(ChartSplit {
+            api: ChartPart {
+                values: Some(json!({ "crds": { "enabled": true }, "crdsOnly": true })),
+                installs: api_kinds(),
+            },
+            workload: ChartPart {
+                values: Some(workload),
+                installs: running_kinds(),
+            },
+        });
+        let helm = cx.helm_release(&mut set, install).await?;
+        // Every release waits for the pull secrets its pods use.
+        for release in [Some(helm.release), helm.workload_release]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(mut entry) = set.entry(&release) {
+                for pull in &pulls.members {
+                    entry = entry.depends_on(pull);
+                }
+            }
+        }
+        set.apply().await?;
+        Ok(Outcome::ready())
+    }
+
+    async fn delete(&self, cx: &Context<Self>) -> Result<Deletion, Error> {
+        // The deletion guard has already waited for the end user's Certificates to go. In
+        // reverse order: the HelmReleases first; cert-manager's namespace in the MCP stays.
+        cx.resource_set("cert-manager").delete().await?;
+        Ok(Deletion::done())
+    }
+}
+
+/// The provider binary, with a sample for `dev`.
+pub fn app() -> service_provider::App<CertManager> {
+    service_provider::App::new().dev_samples(
+        json!({ "versions": [{ "version": "1.17.2" }] }),
+        json!({ "version": "1.17.2" }),
+    )
+}
+
+fn main() -> std::process::ExitCode {
+    app().run()
+}
