@@ -91,8 +91,8 @@ pub use service_provider_runtime::resources::flux;
 /// Managed resources: where an object lives, its deletion policy, its readiness, and its entry in
 /// `status.resources` ([`Context::resource_set`]); Helm charts and pull-secret copies.
 pub use service_provider_runtime::{
-    ChartKind, ChartPart, ChartSplit, DeletionPolicy, HelmChart, HelmInstall, HelmMembers,
-    Location, ManagedResource, MemberRef, Readiness, ResourcePhase,
+    CaBundle, ChartKind, ChartPart, ChartSplit, DeletionPolicy, HelmChart, HelmInstall,
+    HelmMembers, Location, ManagedResource, MemberRef, PullSecrets, Readiness, ResourcePhase,
 };
 
 /// The embedded control plane and the simulated openMCP platform (feature `dev`).

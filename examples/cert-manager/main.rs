@@ -1,5 +1,5 @@
 //! cert-manager for a tenant's control plane, in both modes: its Helm chart is installed by
-//! Flux on the workload cluster, with the platform's pull secrets copied where its pods run.
+//! Flux on the workload cluster.
 //!
 //! Where the chart goes depends on the tenant's cluster ([`service_provider::ChartSplit`]):
 //! - an MCP runs pods, so the whole chart goes there (the HelmRelease reads the MCP's
@@ -8,8 +8,9 @@
 //!   controller runs on the workload cluster, in the tenant's namespace there, pointed at the
 //!   workspace through the tenant kubeconfig Secret.
 //!
-//! Deleting it is blocked while the end user still has Certificates: removing the CRDs would
-//! delete them. Everything else — dependency order, readiness, `status.resources`, pruning,
+//! The platform's pull secrets and CA bundle (`imagePullSecrets`, `caBundleRef`) are copied
+//! where the pods run and mounted. Deleting it is blocked while the end user still has
+//! Certificates: removing the CRDs would delete them. Everything else — dependency order, readiness, `status.resources`, pruning,
 //! reverse-order deletion — is the runtime's.
 //!
 //! ```sh
@@ -20,7 +21,9 @@ use service_provider::k8s_openapi::api::core::v1::Namespace;
 use service_provider::kube::api::ObjectMeta;
 use service_provider::prelude::*;
 use service_provider::serde_json::{Value, json};
-use service_provider::{ChartKind, ChartPart, ChartSplit, HelmChart, HelmInstall, Location, Mode};
+use service_provider::{
+    CaBundle, ChartKind, ChartPart, ChartSplit, HelmChart, HelmInstall, Location, Mode,
+};
 
 /// cert-manager for a tenant's control plane.
 #[service_provider(
@@ -43,6 +46,8 @@ pub const DEFAULT_CHART: &str = "oci://quay.io/jetstack/charts/cert-manager";
 const TAG_FORMAT: &str = "v{version}";
 /// cert-manager's namespace in an MCP; it may hold the end user's Issuers, so it stays.
 const NAMESPACE: &str = "cert-manager";
+/// Where the components find the platform's CA bundle: a file the system trust store reads.
+const CA_BUNDLE_PATH: &str = "/etc/ssl/certs/openmcp-ca-bundle.pem";
 /// Where the running part mounts the tenant kubeconfig on the workload cluster (kcp mode).
 const TENANT_KUBECONFIG_DIR: &str = "/etc/cert-manager/tenant";
 
@@ -72,14 +77,38 @@ fn running_kinds() -> Vec<ChartKind> {
     ]
 }
 
-/// Values that point a cert-manager component at the tenant's workspace: the kubeconfig Secret
-/// mounted, `--kubeconfig` set.
-fn reach_tenant(kubeconfig_secret: &str) -> Value {
-    json!({
-        "extraArgs": [format!("--kubeconfig={TENANT_KUBECONFIG_DIR}/kubeconfig")],
-        "volumes": [{ "name": "tenant-kubeconfig", "secret": { "secretName": kubeconfig_secret } }],
-        "volumeMounts": [{ "name": "tenant-kubeconfig", "mountPath": TENANT_KUBECONFIG_DIR, "readOnly": true }],
-    })
+/// Values for one cert-manager component (controller, webhook, cainjector): the platform's CA
+/// bundle trusted (mounted into the system trust directory), and in kcp mode the tenant's
+/// workspace reached through the mounted kubeconfig Secret.
+fn component(ca: Option<&CaBundle>, tenant_kubeconfig: Option<&str>) -> Value {
+    let mut args = Vec::new();
+    let mut volumes = Vec::new();
+    let mut mounts = Vec::new();
+    if let Some(ca) = ca {
+        volumes.push(json!({ "name": "ca-bundle", "configMap": { "name": ca.name } }));
+        mounts.push(json!({ "name": "ca-bundle", "mountPath": CA_BUNDLE_PATH,
+            "subPath": ca.key, "readOnly": true }));
+    }
+    if let Some(secret) = tenant_kubeconfig {
+        args.push(json!(format!(
+            "--kubeconfig={TENANT_KUBECONFIG_DIR}/kubeconfig"
+        )));
+        volumes.push(json!({ "name": "tenant-kubeconfig", "secret": { "secretName": secret } }));
+        mounts.push(
+            json!({ "name": "tenant-kubeconfig", "mountPath": TENANT_KUBECONFIG_DIR,
+            "readOnly": true }),
+        );
+    }
+    json!({ "extraArgs": args, "volumes": volumes, "volumeMounts": mounts })
+}
+
+/// `component` for the controller (the chart's top-level keys), the webhook and the cainjector.
+fn components(ca: Option<&CaBundle>, tenant_kubeconfig: Option<&str>) -> Value {
+    let one = component(ca, tenant_kubeconfig);
+    let mut values = one.clone();
+    values["webhook"] = one.clone();
+    values["cainjector"] = one;
+    values
 }
 
 fn namespace(name: &str) -> Namespace {
@@ -103,7 +132,8 @@ impl Reconcile for CertManager {
         // The Flux objects live in the tenant's namespace on the shared workload cluster.
         let flux_namespace = format!("cert-manager-{}", cx.identity().stable_id());
         set.add_to(Location::WorkloadCluster, &namespace(&flux_namespace))?;
-        // Pull secrets go where the pods run: the MCP, or beside the Flux objects.
+        // Pull secrets and the CA bundle go where the pods run: the MCP, or beside the Flux
+        // objects.
         let (pods_at, pods_namespace) = match cx.mode() {
             Mode::Standard => {
                 set.add(&namespace(NAMESPACE))?.orphan();
@@ -111,23 +141,22 @@ impl Reconcile for CertManager {
             }
             Mode::Kcp => (Location::WorkloadCluster, flux_namespace.clone()),
         };
-        let sources: Vec<String> = cx
-            .common()
-            .image_pull_secrets
-            .iter()
-            .map(|s| s.name.clone())
-            .collect();
         let pulls = cx
-            .copy_pull_secrets(&mut set, pods_at, &pods_namespace, &sources)
+            .image_pull_secrets(&mut set, pods_at, &pods_namespace)
+            .await?;
+        let ca = cx
+            .copy_ca_bundle(&mut set, pods_at, &pods_namespace)
             .await?;
         let names: Vec<Value> = pulls.names.iter().map(|n| json!({ "name": n })).collect();
 
+        let mut values = components(ca.as_ref(), None);
+        values["global"] = json!({ "imagePullSecrets": names });
         let mut install = HelmInstall {
             name: "cert-manager".into(),
             namespace: flux_namespace,
             target_namespace: NAMESPACE.into(),
             chart,
-            values: Some(json!({ "global": { "imagePullSecrets": names } })),
+            values: Some(values),
             installs: [api_kinds(), running_kinds()].concat(),
             kcp_split: None,
         };
@@ -135,11 +164,8 @@ impl Reconcile for CertManager {
         // only its CRDs, so a kcp platform's ProviderConfig names a chart that renders only them
         // under `crdsOnly`; every cert-manager component then runs on the workload cluster,
         // pointed at the workspace.
-        let tenant = reach_tenant(&install.kubeconfig_secret());
-        let mut workload = tenant.clone();
+        let mut workload = components(ca.as_ref(), Some(&install.kubeconfig_secret()));
         workload["crds"] = json!({ "enabled": false });
-        workload["webhook"] = tenant.clone();
-        workload["cainjector"] = tenant;
         install.kcp_split = Some(ChartSplit {
             api: ChartPart {
                 values: Some(json!({ "crds": { "enabled": true }, "crdsOnly": true })),

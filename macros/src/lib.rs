@@ -84,8 +84,8 @@ use proc_macro::TokenStream;
 ///   printer columns are the `printcolumn`s followed by Phase, Ready and Age.
 /// - `VeleroProviderConfig` with spec `VeleroProviderConfigSpec`: kind `ProviderConfig` in the
 ///   same group and version, cluster-scoped, plural `providerconfigs`; its spec is the fields
-///   every ProviderConfig has (`versions`, `pollInterval`, `imagePullSecrets`, `kcp`,
-///   `workloadCluster`) flattened together with the fields of the `config` type.
+///   every ProviderConfig has (`versions`, `pollInterval`, `imagePullSecrets`, `caBundleRef`,
+///   `kcp`, `workloadCluster`) flattened together with the fields of the `config` type.
 /// - The impls of the runtime's `ServiceProvider` for `Velero` and `ProviderConfigResource` for
 ///   `VeleroProviderConfig`, and compile-time checks (below).
 ///
@@ -219,8 +219,8 @@ use proc_macro::TokenStream;
 /// The platform operator's settings, a type path written without quotes (generics allowed). Its
 /// fields are flattened into the ProviderConfig's spec beside the common ones and reach the
 /// author through `Context::config()`. It must not declare a field named like a common one
-/// (`versions`, `pollInterval`, `imagePullSecrets`, `kcp`, `workloadCluster`): checked at compile
-/// time. It needs `Clone`, `Debug`, `Serialize`, `Deserialize` and `JsonSchema`, and to list its
+/// (`versions`, `pollInterval`, `imagePullSecrets`, `caBundleRef`, `kcp`, `workloadCluster`):
+/// checked at compile time. It needs `Clone`, `Debug`, `Serialize`, `Deserialize` and `JsonSchema`, and to list its
 /// JSON fields for that check: declare it with [`macro@api_type`]. Default: `NoConfig`, no fields.
 ///
 /// ```text

@@ -52,7 +52,7 @@ pub const COMMON_STATUS_FIELDS: Taken =
 /// The fields `ProviderConfigCommon` always has beside the author's `config` fields.
 pub const COMMON_CONFIG_FIELDS: Taken = taken!(
     "config", "every ProviderConfig spec":
-    "versions", "pollInterval", "imagePullSecrets", "kcp", "workloadCluster"
+    "versions", "pollInterval", "imagePullSecrets", "caBundleRef", "kcp", "workloadCluster"
 );
 
 /// Whether `T` has the JSON field `name`, or may have it (an open type).
@@ -170,5 +170,20 @@ mod tests {
         let message = clash::<Backups>(COMMON_STATUS_FIELDS).unwrap();
         assert!(message.contains("field `phase`"), "{message}");
         assert_eq!(clash::<Backups>(COMMON_CONFIG_FIELDS), None);
+    }
+
+    #[test]
+    fn the_common_config_fields_are_the_ones_every_provider_config_has() {
+        let schema = schemars::schema_for!(crate::provider_config::ProviderConfigCommon);
+        let mut properties: Vec<&str> = schema.as_value()["properties"]
+            .as_object()
+            .expect("an object schema")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut taken: Vec<&str> = COMMON_CONFIG_FIELDS.iter().map(|(f, _)| *f).collect();
+        properties.sort_unstable();
+        taken.sort_unstable();
+        assert_eq!(properties, taken);
     }
 }

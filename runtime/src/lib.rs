@@ -66,7 +66,9 @@ pub use provider_config::{
 };
 pub use reconcile::Reconcile;
 pub use resources::apply::{ApplySet, DeletionPolicy, MemberRef, Readiness};
+pub use resources::ca_bundle::CaBundle;
 pub use resources::helm::{ChartKind, ChartPart, ChartSplit, HelmChart, HelmInstall, HelmMembers};
+pub use resources::pull_secrets::PullSecrets;
 pub use status::resources::{Location, ManagedResource, ResourcePhase};
 pub use status::{ExtraStatus, NoStatus, Phase, ServiceStatus};
 pub use tenant::{ClusterAccess, Identity, Mode, WorkloadCluster};

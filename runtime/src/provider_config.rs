@@ -3,7 +3,7 @@
 
 use std::fmt::Debug;
 
-use k8s_openapi::api::core::v1::LocalObjectReference;
+use k8s_openapi::api::core::v1::{ConfigMapKeySelector, LocalObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::core::ClusterResourceScope;
 use kube::core::object::HasStatus;
@@ -95,6 +95,12 @@ pub struct ProviderConfigCommon {
     /// provider installs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image_pull_secrets: Vec<LocalObjectReference>,
+
+    /// A CA bundle (PEM, in a ConfigMap key in the provider's namespace on the platform cluster)
+    /// that what the provider installs must trust, e.g. a private registry's CA; copied where
+    /// the provider needs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle_ref: Option<ConfigMapKeySelector>,
 
     /// Serve tenants in kcp workspaces through an APIExport.
     #[serde(default, skip_serializing_if = "Option::is_none")]

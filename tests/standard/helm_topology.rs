@@ -1,7 +1,8 @@
 //! `examples/cert-manager` with the author's test kit, in both modes: the chart goes where each
 //! part of it can run (whole into an MCP; its CRDs into a kcp workspace and its controllers onto
 //! the workload cluster), pull secrets follow the pods, the chart's tag is written the way its
-//! registry tags it, an end user's Certificate holds the uninstall. A chart that would put
+//! registry tags it, the platform's CA bundle is copied and mounted where the pods run, an end
+//! user's Certificate holds the uninstall. A chart that would put
 //! workloads into a workspace is invalid input, and the simulated Flux fails such a release as
 //! Helm would against kcp.
 
@@ -12,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use service_provider::flux::{HelmRelease, OCIRepository};
-use service_provider::k8s_openapi::api::core::v1::Secret;
+use service_provider::k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use service_provider::prelude::*;
 use service_provider::testing::{Cluster, Tenant, TestError, reason};
 use service_provider::{ChartKind, HelmChart, HelmInstall};
@@ -32,6 +33,9 @@ pub(crate) struct CertificateSpec {
     #[serde(default)]
     secret_name: String,
 }
+
+/// A CA certificate as a platform operator would put it into the ConfigMap.
+const CA: &str = "-----BEGIN CERTIFICATE-----\nMIIBcorporate\n-----END CERTIFICATE-----\n";
 
 const KINDS_ANNOTATION: &str = "service-provider.openmcp.cloud/chart-kinds";
 
@@ -66,6 +70,7 @@ async fn each_part_of_the_chart_goes_where_it_can_run_in_both_modes() -> Result<
     let platform = common::platform::<CertManager>(json!({
         "versions": [{ "version": "1.17.2" }],
         "imagePullSecrets": [{ "name": "regcred" }],
+        "caBundleRef": { "name": "corporate-ca", "key": "ca.crt" },
         "pollInterval": "10m",
     }))
     .modes([Mode::Standard, Mode::Kcp])
@@ -78,6 +83,21 @@ async fn each_part_of_the_chart_goes_where_it_can_run_in_both_modes() -> Result<
     let standard = platform
         .create_tenant("certs", json!({ "version": "1.17.2" }))
         .await?;
+    // The CA bundle the ProviderConfig names does not exist yet: the object says which, and
+    // goes on once the operator creates it.
+    let waiting = standard
+        .wait_until("to name the missing CA bundle", |o| {
+            common::ready_condition(o)
+                .is_some_and(|(_, _, message)| message.contains("caBundleRef"))
+        })
+        .await?;
+    let (_, _, message) = common::ready_condition(&waiting).unwrap();
+    assert!(message.contains("ConfigMap corporate-ca"), "{message}");
+    let mut bundle = ConfigMap::default();
+    bundle.metadata.name = Some("corporate-ca".into());
+    bundle.metadata.namespace = Some(platform.env().pod_namespace().to_owned());
+    bundle.data = Some([("ca.crt".to_owned(), CA.to_owned())].into());
+    platform.platform().create(&bundle).await?;
     let kcp = platform
         .create_kcp_tenant("certs", json!({ "version": "1.17.2" }))
         .await?;
@@ -108,6 +128,15 @@ async fn each_part_of_the_chart_goes_where_it_can_run_in_both_modes() -> Result<
         Some("v1.17.2")
     );
     assert_eq!(pull_copies(standard.mcp(), "cert-manager").await?.len(), 1);
+    let ca_copy = release.spec.values.as_ref().unwrap()["volumes"][0]["configMap"]["name"]
+        .as_str()
+        .expect("the CA bundle is mounted")
+        .to_owned();
+    let copy: ConfigMap = standard
+        .mcp()
+        .get(&format!("cert-manager/{ca_copy}"))
+        .await?;
+    assert_eq!(copy.data.unwrap()["ca.crt"], CA);
 
     // kcp mode: the CRDs into the workspace, the controllers onto the workload cluster in the
     // tenant's namespace, reaching the workspace through the tenant kubeconfig Secret there.
@@ -133,8 +162,12 @@ async fn each_part_of_the_chart_goes_where_it_can_run_in_both_modes() -> Result<
     assert!(kinds(&running).contains("apps/v1/Deployment"));
     let values = running.spec.values.clone().unwrap_or_default();
     assert_eq!(
-        values["volumes"][0]["secret"]["secretName"],
+        values["volumes"][1]["secret"]["secretName"],
         "cert-manager-kubeconfig"
+    );
+    assert_eq!(
+        values["webhook"]["extraArgs"][0],
+        "--kubeconfig=/etc/cert-manager/tenant/kubeconfig"
     );
     assert!(
         workload
@@ -143,6 +176,12 @@ async fn each_part_of_the_chart_goes_where_it_can_run_in_both_modes() -> Result<
             .is_some()
     );
     assert_eq!(pull_copies(&workload, &flux).await?.len(), 1);
+    assert!(
+        workload
+            .get_opt::<ConfigMap>(&format!("{flux}/{ca_copy}"))
+            .await?
+            .is_some()
+    );
     assert!(pull_copies(kcp.mcp(), "cert-manager").await?.is_empty());
 
     // Had a release put the controllers into the workspace, Flux would have failed it: the

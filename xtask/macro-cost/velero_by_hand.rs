@@ -117,7 +117,7 @@ pub struct VeleroStatus {
 #[serde(crate = "service_provider::serde")]
 #[schemars(crate = "service_provider::schemars")]
 pub struct VeleroProviderConfigSpec {
-    /// The fields every ProviderConfig has: versions, pollInterval, imagePullSecrets, kcp, workloadCluster.
+    /// The fields every ProviderConfig has: versions, pollInterval, imagePullSecrets, caBundleRef, kcp, workloadCluster.
     #[serde(flatten)]
     pub common: ProviderConfigCommon,
     /// The provider's own fields.

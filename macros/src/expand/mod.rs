@@ -261,7 +261,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
         #[serde(crate = #serde_crate)]
         #[schemars(crate = #schemars_crate)]
         #vis struct #pc_spec {
-            /// The fields every ProviderConfig has: versions, pollInterval, imagePullSecrets, kcp, workloadCluster.
+            /// The fields every ProviderConfig has: versions, pollInterval, imagePullSecrets, caBundleRef, kcp, workloadCluster.
             #[serde(flatten)]
             pub common: #p::runtime::ProviderConfigCommon,
             /// The provider's own fields.

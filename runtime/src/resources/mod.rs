@@ -1,7 +1,8 @@
 //! Managed resources: the objects a provider installs for a tenant, applied as a set with
-//! readiness and a deletion policy, Helm charts through Flux, and pull-secret copies.
+//! readiness and a deletion policy, Helm charts through Flux, pull-secret and CA-bundle copies.
 
 pub mod apply;
+pub(crate) mod ca_bundle;
 pub mod flux;
 pub(crate) mod helm;
 pub(crate) mod pull_secrets;
