@@ -93,6 +93,7 @@ pub use service_provider_runtime::resources::flux;
 pub use service_provider_runtime::{
     CaBundle, ChartKind, ChartPart, ChartSplit, DeletionPolicy, HelmChart, HelmInstall,
     HelmMembers, Location, ManagedResource, MemberRef, PullSecrets, Readiness, ResourcePhase,
+    WorkerAccess, WorkerCredentials,
 };
 
 /// The embedded control plane and the simulated openMCP platform (feature `dev`).

@@ -6,7 +6,8 @@
 //!   kubeconfig);
 //! - a kcp workspace runs none, so only cert-manager's CRDs go into the workspace, and its
 //!   controller runs on the workload cluster, in the tenant's namespace there, pointed at the
-//!   workspace through the tenant kubeconfig Secret.
+//!   workspace with worker credentials of its own (a ServiceAccount in the workspace with
+//!   cert-manager's rules only, its token renewed by the runtime).
 //!
 //! The platform's pull secrets and CA bundle (`imagePullSecrets`, `caBundleRef`) are copied
 //! where the pods run and mounted. Deleting it is blocked while the end user still has
@@ -18,11 +19,13 @@
 //! ```
 
 use service_provider::k8s_openapi::api::core::v1::Namespace;
+use service_provider::k8s_openapi::api::rbac::v1::PolicyRule;
 use service_provider::kube::api::ObjectMeta;
 use service_provider::prelude::*;
 use service_provider::serde_json::{Value, json};
 use service_provider::{
     CaBundle, ChartKind, ChartPart, ChartSplit, HelmChart, HelmInstall, Location, Mode,
+    WorkerAccess,
 };
 
 /// cert-manager for a tenant's control plane.
@@ -73,6 +76,44 @@ fn running_kinds() -> Vec<ChartKind> {
         ChartKind::new(
             "admissionregistration.k8s.io/v1",
             "MutatingWebhookConfiguration",
+        ),
+    ]
+}
+
+/// What cert-manager's components do in the tenant's workspace (its chart's ClusterRoles, in
+/// short): their own API, the Secrets they issue into, Events, leader election, and the CA
+/// injection into webhook configurations and CRDs.
+fn worker_rules() -> Vec<PolicyRule> {
+    let rule = |groups: &[&str], resources: &[&str], verbs: &[&str]| PolicyRule {
+        api_groups: Some(groups.iter().map(|g| (*g).to_owned()).collect()),
+        resources: Some(resources.iter().map(|r| (*r).to_owned()).collect()),
+        verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+        ..Default::default()
+    };
+    let read_write = [
+        "get", "list", "watch", "create", "update", "patch", "delete",
+    ];
+    vec![
+        rule(
+            &["cert-manager.io", "acme.cert-manager.io"],
+            &["*"],
+            &read_write,
+        ),
+        rule(&[""], &["secrets"], &read_write),
+        rule(&[""], &["events"], &["create", "patch"]),
+        rule(
+            &["coordination.k8s.io"],
+            &["leases"],
+            &["get", "create", "update"],
+        ),
+        rule(
+            &["admissionregistration.k8s.io", "apiextensions.k8s.io"],
+            &[
+                "validatingwebhookconfigurations",
+                "mutatingwebhookconfigurations",
+                "customresourcedefinitions",
+            ],
+            &["get", "list", "watch", "update", "patch"],
         ),
     ]
 }
@@ -134,11 +175,9 @@ impl Reconcile for CertManager {
         set.add_to(Location::WorkloadCluster, &namespace(&flux_namespace))?;
         // Pull secrets and the CA bundle go where the pods run: the MCP, or beside the Flux
         // objects.
+        set.add(&namespace(NAMESPACE))?.orphan();
         let (pods_at, pods_namespace) = match cx.mode() {
-            Mode::Standard => {
-                set.add(&namespace(NAMESPACE))?.orphan();
-                (Location::ManagedControlPlane, NAMESPACE.to_owned())
-            }
+            Mode::Standard => (Location::ManagedControlPlane, NAMESPACE.to_owned()),
             Mode::Kcp => (Location::WorkloadCluster, flux_namespace.clone()),
         };
         let pulls = cx
@@ -163,8 +202,25 @@ impl Reconcile for CertManager {
         // In a kcp workspace: the same chart twice. The jetstack chart has no switch that leaves
         // only its CRDs, so a kcp platform's ProviderConfig names a chart that renders only them
         // under `crdsOnly`; every cert-manager component then runs on the workload cluster,
-        // pointed at the workspace.
-        let mut workload = components(ca.as_ref(), Some(&install.kubeconfig_secret()));
+        // pointed at the workspace with credentials of its own that can do only what
+        // cert-manager does (not the provider's access).
+        let worker = match cx.mode() {
+            Mode::Standard => None,
+            Mode::Kcp => Some(
+                cx.worker_credentials(
+                    &mut set,
+                    WorkerAccess {
+                        name: "cert-manager".into(),
+                        service_account_namespace: NAMESPACE.into(),
+                        secret_namespace: install.namespace.clone(),
+                        rules: worker_rules(),
+                        token_lifetime: None,
+                    },
+                )
+                .await?,
+            ),
+        };
+        let mut workload = components(ca.as_ref(), worker.as_ref().map(|w| w.secret_name.as_str()));
         workload["crds"] = json!({ "enabled": false });
         install.kcp_split = Some(ChartSplit {
             api: ChartPart {
@@ -177,14 +233,21 @@ impl Reconcile for CertManager {
             },
         });
         let helm = cx.helm_release(&mut set, install).await?;
-        // Every release waits for the pull secrets its pods use.
+        // Every release waits for what its pods mount: pull secrets, CA bundle, credentials.
+        let mounted: Vec<_> = pulls
+            .members
+            .iter()
+            .chain(ca.as_ref().map(|ca| &ca.member))
+            .chain(worker.as_ref().map(|w| &w.secret))
+            .cloned()
+            .collect();
         for release in [Some(helm.release), helm.workload_release]
             .into_iter()
             .flatten()
         {
             if let Some(mut entry) = set.entry(&release) {
-                for pull in &pulls.members {
-                    entry = entry.depends_on(pull);
+                for member in &mounted {
+                    entry = entry.depends_on(member);
                 }
             }
         }

@@ -69,6 +69,7 @@ pub use resources::apply::{ApplySet, DeletionPolicy, MemberRef, Readiness};
 pub use resources::ca_bundle::CaBundle;
 pub use resources::helm::{ChartKind, ChartPart, ChartSplit, HelmChart, HelmInstall, HelmMembers};
 pub use resources::pull_secrets::PullSecrets;
+pub use resources::worker::{WorkerAccess, WorkerCredentials};
 pub use status::resources::{Location, ManagedResource, ResourcePhase};
 pub use status::{ExtraStatus, NoStatus, Phase, ServiceStatus};
 pub use tenant::{ClusterAccess, Identity, Mode, WorkloadCluster};

@@ -142,6 +142,7 @@ fn provider_config_has_common_and_author_fields_cluster_scoped() {
     assert_eq!(
         fields,
         BTreeSet::from([
+            "caBundleRef",
             "imagePullSecrets",
             "imageRepository",
             "kcp",

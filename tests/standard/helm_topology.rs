@@ -13,7 +13,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use service_provider::flux::{HelmRelease, OCIRepository};
-use service_provider::k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use service_provider::k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use service_provider::k8s_openapi::api::rbac::v1::ClusterRole;
+use service_provider::kube::Api;
 use service_provider::prelude::*;
 use service_provider::testing::{Cluster, Tenant, TestError, reason};
 use service_provider::{ChartKind, HelmChart, HelmInstall};
@@ -160,18 +162,38 @@ async fn each_part_of_the_chart_goes_where_it_can_run_in_both_modes() -> Result<
         Some(flux.as_str())
     );
     assert!(kinds(&running).contains("apps/v1/Deployment"));
+    // The controllers reach the workspace with credentials of their own: a ServiceAccount
+    // there with cert-manager's rules only, not the provider's access.
     let values = running.spec.values.clone().unwrap_or_default();
-    assert_eq!(
-        values["volumes"][1]["secret"]["secretName"],
-        "cert-manager-kubeconfig"
-    );
+    assert_eq!(values["volumes"][1]["secret"]["secretName"], "cert-manager");
     assert_eq!(
         values["webhook"]["extraArgs"][0],
         "--kubeconfig=/etc/cert-manager/tenant/kubeconfig"
     );
+    let credentials: Secret = workload.get(&format!("{flux}/cert-manager")).await?;
+    let expires = credentials.metadata.annotations.as_ref().unwrap()
+        ["service-provider.openmcp.cloud/token-expires"]
+        .clone();
+    assert!(!expires.is_empty());
+    let worker = service_provider_runtime::access::clients::ClientFactory::new()
+        .client(&credentials.data.unwrap()["kubeconfig"].0)
+        .await
+        .expect("the worker's kubeconfig is usable");
+    Api::<Secret>::namespaced(worker.clone(), "cert-manager")
+        .list(&Default::default())
+        .await
+        .expect("the worker may read Secrets");
+    let denied = Api::<ClusterRole>::all(worker)
+        .list(&Default::default())
+        .await
+        .unwrap_err();
     assert!(
-        workload
-            .get_opt::<Secret>(&format!("{flux}/cert-manager-kubeconfig"))
+        matches!(&denied, kube::Error::Api(s) if s.code == 403),
+        "and nothing beyond its rules: {denied}"
+    );
+    assert!(
+        kcp.mcp()
+            .get_opt::<ServiceAccount>("cert-manager/cert-manager")
             .await?
             .is_some()
     );

@@ -277,6 +277,20 @@ pub(crate) fn timed_out<X>(function: &str, limit: Duration, path: Path) -> Decis
     )
 }
 
+/// The requeue `create_or_update` asked for, brought forward to when a member asked to be looked
+/// at again (a worker's token to renew), however long the poll interval.
+pub(crate) fn with_revisit(
+    asked: Option<Duration>,
+    revisit: Option<Duration>,
+    timing: Timing,
+) -> Option<Duration> {
+    match (asked, revisit) {
+        (Some(asked), Some(revisit)) => Some(asked.min(revisit)),
+        (None, Some(revisit)) => Some(timing.poll.map_or(revisit, |poll| poll.min(revisit))),
+        (asked, None) => asked,
+    }
+}
+
 /// What `create_or_update`'s outcome makes of the object: Ready only when the author says so and
 /// every managed object is ready too.
 pub(crate) fn created<X>(
@@ -792,6 +806,22 @@ mod tests {
         assert_eq!(report(&d).reason, "WaitingForDeploymentDeletion");
         assert_eq!(d.requeue, Requeue::After(RESOURCE_RECHECK));
         assert!(report(&d).blocked.is_none());
+    }
+
+    #[test]
+    fn a_revisit_brings_the_requeue_forward_but_never_past_the_poll() {
+        let minutes = |m: u64| Some(Duration::from_secs(m * 60));
+        let poll = TIMING.poll;
+        assert_eq!(with_revisit(None, None, TIMING), None);
+        assert_eq!(with_revisit(minutes(5), None, TIMING), minutes(5));
+        assert_eq!(with_revisit(minutes(5), minutes(40), TIMING), minutes(5));
+        assert_eq!(with_revisit(minutes(50), minutes(40), TIMING), minutes(40));
+        // Without an explicit requeue, the poll still comes first when it is sooner.
+        assert_eq!(
+            with_revisit(None, minutes(40), TIMING),
+            poll.min(minutes(40))
+        );
+        assert_eq!(with_revisit(None, minutes(40), NO_POLL), minutes(40));
     }
 
     #[test]

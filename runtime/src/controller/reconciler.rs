@@ -483,6 +483,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             AuthorCall::Returned(Ok(outcome)) => {
                 let (state, requeue, extra) = outcome.into_parts();
                 self.watch_waits(id, &cx);
+                let requeue = plan::with_revisit(requeue, cx.resources().take_revisit(), timing);
                 plan::created(state, requeue, extra, cx.resources().take(), timing)
             }
         };

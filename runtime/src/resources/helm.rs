@@ -215,9 +215,9 @@ pub struct ChartSplit {
     /// serves, such as RBAC or ConfigMaps). A kind that runs here is invalid input.
     pub api: ChartPart,
     /// Onto the workload cluster, into [`HelmInstall::namespace`]: values that leave only the
-    /// part that runs (controllers, webhooks, Services). It reaches the workspace through the
-    /// tenant kubeconfig Secret ([`HelmInstall::kubeconfig_secret`], key `kubeconfig`) in the
-    /// same namespace. Installed after the API part.
+    /// part that runs (controllers, webhooks, Services). It reaches the workspace with
+    /// credentials of its own ([`Context::worker_credentials`], a Secret in the same namespace
+    /// to mount). Installed after the API part.
     pub workload: ChartPart,
 }
 
@@ -248,8 +248,9 @@ pub struct HelmInstall {
 
 impl HelmInstall {
     /// Name of the Secret, in [`namespace`](Self::namespace) on the workload cluster, holding
-    /// the tenant's kubeconfig under the key `kubeconfig`: what the chart's running part mounts
-    /// to reach a kcp workspace.
+    /// the tenant's kubeconfig under the key `kubeconfig`: Flux's access for installing the
+    /// chart, which is the provider's. A running part should not mount it; give it
+    /// [`Context::worker_credentials`] instead.
     pub fn kubeconfig_secret(&self) -> String {
         format!("{}-kubeconfig", self.name)
     }

@@ -224,6 +224,8 @@ pub struct ResourceSink(Arc<Mutex<Reported>>);
 struct Reported {
     sets: Vec<(String, Vec<ManagedResource>)>,
     waits: Vec<(String, Vec<Wait>)>,
+    /// The soonest a member asked the tenant to be reconciled again (a token to renew).
+    revisit: Option<std::time::Duration>,
 }
 
 impl ResourceSink {
@@ -246,6 +248,22 @@ impl ResourceSink {
     pub fn take(&self) -> Option<Vec<ManagedResource>> {
         let sets = std::mem::take(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()).sets);
         (!sets.is_empty()).then(|| sets.into_iter().flat_map(|(_, r)| r).collect())
+    }
+
+    /// Asks for the tenant to be reconciled again within `after`, whatever the poll interval
+    /// (a member that expires, such as a worker's token); the soonest request wins.
+    pub(crate) fn revisit_within(&self, after: std::time::Duration) {
+        let mut reported = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        reported.revisit = Some(reported.revisit.map_or(after, |r| r.min(after)));
+    }
+
+    /// The soonest revisit asked for since the last call.
+    pub(crate) fn take_revisit(&self) -> Option<std::time::Duration> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .revisit
+            .take()
     }
 
     /// The objects the sets wait for, to watch until the next reconcile.
