@@ -89,7 +89,8 @@ pub use service_provider_runtime::resources::apply;
 /// install a Helm chart ([`Context::helm_release`]).
 pub use service_provider_runtime::resources::flux;
 /// Managed resources: where an object lives, its deletion policy, its readiness, and its entry in
-/// `status.resources` ([`Context::resource_set`]); Helm charts and pull-secret copies.
+/// `status.resources` ([`Context::resource_set`]); Helm charts and where their parts go, pull-secret
+/// and CA-bundle copies, worker credentials.
 pub use service_provider_runtime::{
     CaBundle, ChartKind, ChartPart, ChartSplit, DeletionPolicy, HelmChart, HelmInstall,
     HelmMembers, Location, ManagedResource, MemberRef, PullSecrets, Readiness, ResourcePhase,
