@@ -526,6 +526,9 @@ impl ClusterHandle {
             Backend::Logical { host, name } => host.remove(name),
             Backend::Real(c) => {
                 c.stand_ins.stop();
+                // The audit log goes with the process: what it answered is read into the
+                // counters first, so a test that looks after the cluster went still sees it.
+                c.counters();
                 let server = c.server.lock().map(|mut s| s.take()).unwrap_or(None);
                 drop(server);
             }
