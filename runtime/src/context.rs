@@ -145,6 +145,19 @@ impl<P: ServiceProvider> Context<P> {
         &self.field_manager
     }
 
+    /// `<provider>-<name>`, shortened with a hash to 63 characters: the name of an object the
+    /// provider keeps where other providers keep theirs (copies in a shared namespace,
+    /// cluster-scoped RBAC in the tenant's cluster), so they never collide.
+    pub fn provider_prefixed_name(&self, name: &str) -> Result<String, crate::error::Error> {
+        crate::openmcp::naming::shorten_to_x_characters(
+            &format!("{}-{name}", self.field_manager()),
+            crate::openmcp::naming::K8S_MAX_NAME_LENGTH,
+        )
+        .map_err(|e| {
+            crate::error::Error::invalid_input(format!("naming the provider's {name}: {e}"))
+        })
+    }
+
     /// Where `cluster` is, for `status.resources`: the tenant's control plane, the workload
     /// cluster, or (anything else) the platform cluster.
     pub fn location_of(&self, cluster: &ClusterAccess) -> Location {

@@ -16,7 +16,7 @@ use crate::status::resources::Location;
 /// The copy a [`Context::copy_ca_bundle`] added.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CaBundle {
-    /// The copy's name (provider-prefixed, like a pull secret copy's).
+    /// The copy's name ([provider-prefixed](Context::provider_prefixed_name)).
     pub name: String,
     /// The key holding the bundle, the same in the copy as in the source.
     pub key: String,
@@ -28,7 +28,7 @@ pub struct CaBundle {
 
 impl<P: ServiceProvider> Context<P> {
     /// Copies the ProviderConfig's `caBundleRef` into `namespace` of the cluster at `location`,
-    /// as a ConfigMap member of `set` named like a [pull secret copy](Self::pull_secret_name),
+    /// as a ConfigMap member of `set` under its [provider-prefixed name](Self::provider_prefixed_name),
     /// holding the bundle under the source's key. `None` when the ProviderConfig names no bundle,
     /// or names an `optional` one that does not exist. Each reconcile reads the source again,
     /// and a change to it re-enqueues every object (the platform watches the ConfigMaps the
@@ -80,7 +80,7 @@ impl<P: ServiceProvider> Context<P> {
                 where_()
             )));
         }
-        let name = self.pull_secret_name(&reference.name)?;
+        let name = self.provider_prefixed_name(&reference.name)?;
         let copy = ConfigMap {
             metadata: ObjectMeta {
                 name: Some(name.clone()),

@@ -8,7 +8,6 @@ use kube::api::ObjectMeta;
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::openmcp::naming::{K8S_MAX_NAME_LENGTH, shorten_to_x_characters};
 use crate::provider::ServiceProvider;
 use crate::resources::apply::{ApplySet, MemberRef};
 use crate::status::resources::Location;
@@ -27,14 +26,10 @@ pub struct PullSecrets {
 }
 
 impl<P: ServiceProvider> Context<P> {
-    /// The name of the copy of the Secret `source`: `<provider>-<source>`, shortened with a hash
-    /// to 63 characters, so copies of several providers never collide in a shared namespace.
+    /// The name of the copy of the Secret `source`: its
+    /// [provider-prefixed name](Self::provider_prefixed_name).
     pub fn pull_secret_name(&self, source: &str) -> Result<String, Error> {
-        shorten_to_x_characters(
-            &format!("{}-{source}", self.field_manager()),
-            K8S_MAX_NAME_LENGTH,
-        )
-        .map_err(|e| Error::invalid_input(format!("naming the copy of Secret {source}: {e}")))
+        self.provider_prefixed_name(source)
     }
 
     /// Copies the Secrets named `sources` from the provider's namespace on the platform cluster

@@ -45,7 +45,7 @@ const MIN_TOKEN_LIFETIME: Duration = Duration::from_secs(600);
 pub struct WorkerAccess {
     /// Name of the ServiceAccount in the tenant's cluster and of the Secret on the workload
     /// cluster. Its ClusterRole and ClusterRoleBinding get the provider-prefixed name
-    /// ([`Context::pull_secret_name`]), since other providers share the tenant's cluster.
+    /// ([`Context::provider_prefixed_name`]), since other providers share the tenant's cluster.
     pub name: String,
     /// Namespace of the ServiceAccount in the tenant's cluster (add the Namespace to the set
     /// unless it is one that always exists, such as `default`).
@@ -93,7 +93,7 @@ impl<P: ServiceProvider> Context<P> {
             .token_lifetime
             .unwrap_or(DEFAULT_TOKEN_LIFETIME)
             .max(MIN_TOKEN_LIFETIME);
-        let role_name = self.pull_secret_name(&access.name)?;
+        let role_name = self.provider_prefixed_name(&access.name)?;
         let tenant = Location::ManagedControlPlane;
         let service_account = ServiceAccount {
             metadata: ObjectMeta {
