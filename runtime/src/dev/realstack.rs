@@ -1007,8 +1007,19 @@ impl TempDir {
     }
 }
 
+/// Set to keep every kube-apiserver's and etcd's directory (its log, audit log and data) after
+/// the test, to read why a real-backend test failed.
+pub const KEEP_DIRECTORIES_VAR: &str = "SERVICE_PROVIDER_REALSTACK_KEEP";
+
+fn keep_directories() -> bool {
+    std::env::var_os(KEEP_DIRECTORIES_VAR).is_some_and(|v| !v.is_empty())
+}
+
 impl Drop for TempDir {
     fn drop(&mut self) {
+        if keep_directories() {
+            return;
+        }
         let _ = std::fs::remove_dir_all(&self.path);
     }
 }
@@ -1017,7 +1028,7 @@ impl Drop for TempDir {
 /// processes). Only where `/proc` tells which processes run.
 fn remove_stale_directories() {
     let proc = Path::new("/proc");
-    if !proc.join("self").exists() {
+    if !proc.join("self").exists() || keep_directories() {
         return;
     }
     let Ok(entries) = std::fs::read_dir(temp_root()) else {
