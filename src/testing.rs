@@ -943,6 +943,54 @@ impl<P: Reconcile> TestPlatform<P> {
         &self.shared.env
     }
 
+    /// Reconciles every tenant once more, as the poll interval would, and returns once that
+    /// many reconciles ended: to see what a reconcile with nothing to do costs (with
+    /// [`TestEnv::requests`] before and after) or that a provider is settled.
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    /// #     .provider_config(serde_json::json!({ "versions": [{ "version": "1.0.0" }, { "version": "2.0.0" }] }))
+    /// #     .start()
+    /// #     .await?;
+    /// let spec = HelloSpec { greeting: "world".into(), version: "1.0.0".into() };
+    /// let tenant = platform.create_tenant("tenant-a", spec).await?;
+    /// tenant.wait_ready().await?;
+    /// platform.resync().await?;
+    /// let before = platform.env().requests();
+    /// platform.resync().await?;
+    /// // Requests are counted where they are answered: this resync's are in `after`.
+    /// let after = platform.env().requests();
+    /// # let _ = (before, after); platform.stop().await; Ok(()) }
+    /// ```
+    pub async fn resync(&self) -> Result<(), TestError> {
+        let Some(runtime) = &self.runtime else {
+            return Err(TestError::Usage(
+                "the provider is stopped: resync before TestPlatform::stop".into(),
+            ));
+        };
+        let reconciles = || -> u64 {
+            use service_provider_runtime::ops::metrics::ReconcileResult as R;
+            self.modes
+                .iter()
+                .flat_map(|&mode| {
+                    [R::ready, R::waiting, R::progressing, R::error, R::skipped]
+                        .map(|result| runtime.metrics().reconcile_count(mode, result))
+                })
+                .sum()
+        };
+        let before = reconciles();
+        let triggered = runtime.platform().triggers().trigger_all() as u64;
+        eventually(
+            &format!("{triggered} reconciles after a resync"),
+            self.shared.timeout,
+            || async { (reconciles() >= before + triggered).then_some(()) },
+        )
+        .await
+    }
+
     /// Stops the provider and waits until its running reconciles finished; the clusters keep
     /// serving until the platform is dropped.
     ///

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::events::ObjectEvents;
 use crate::provider::ServiceProvider;
 use crate::provider_config::ProviderConfigResource;
+use crate::referenced::Referenced;
 use crate::status::resources::{Location, ResourceSink};
 use crate::tenant::WorkloadCluster;
 use crate::tenant::{ClusterAccess, Identity, Mode, WorkloadAccess, workload};
@@ -26,6 +27,8 @@ pub struct Context<P: ServiceProvider> {
     field_manager: Arc<str>,
     provider_namespace: Arc<str>,
     resources: ResourceSink,
+    /// The runtime's copies of the Secrets and ConfigMaps in the provider's namespace.
+    referenced: Option<Arc<Referenced>>,
 }
 
 impl<P: ServiceProvider> Context<P> {
@@ -55,6 +58,7 @@ impl<P: ServiceProvider> Context<P> {
             field_manager: Arc::from(P::INFO.group),
             provider_namespace: Arc::from("default"),
             resources: ResourceSink::default(),
+            referenced: None,
         })
     }
 
@@ -75,6 +79,39 @@ impl<P: ServiceProvider> Context<P> {
     /// Secrets the ProviderConfig names live (the runtime sets it).
     pub fn with_provider_namespace(mut self, namespace: &str) -> Self {
         self.provider_namespace = Arc::from(namespace);
+        self
+    }
+
+    /// Secrets and ConfigMaps of the provider's namespace are read through `referenced` (the
+    /// runtime's, which reads each once per version).
+    pub(crate) fn with_referenced(mut self, referenced: Arc<Referenced>) -> Self {
+        self.referenced = Some(referenced);
+        self
+    }
+
+    /// The Secret or ConfigMap `name` in the provider's namespace on the platform cluster
+    /// (what the ProviderConfig names: pull secrets, a CA bundle).
+    pub(crate) async fn provider_namespace_object<K>(
+        &self,
+        name: &str,
+    ) -> Result<Option<K>, kube::Error>
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+        K: k8s_openapi::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+        K: Send + Sync + 'static,
+    {
+        let api: kube::Api<K> =
+            kube::Api::namespaced(self.platform.clone(), self.provider_namespace());
+        match &self.referenced {
+            Some(referenced) => referenced.get(&api, name).await,
+            None => api.get_opt(name).await,
+        }
+    }
+
+    /// This reconcile's sets report to `sink` (the runtime's, which sees the tenant's members
+    /// through watches).
+    pub(crate) fn with_resource_sink(mut self, sink: ResourceSink) -> Self {
+        self.resources = sink;
         self
     }
 

@@ -23,6 +23,7 @@ pub(crate) mod events;
 pub(crate) mod platform;
 pub mod provider_config;
 pub mod queue;
+pub(crate) mod referenced;
 pub(crate) mod status;
 pub mod tenant;
 pub(crate) mod waits;

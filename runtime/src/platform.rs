@@ -36,6 +36,7 @@ use crate::openmcp::{AccessRequest, ClusterRequest};
 use crate::provider::ServiceProvider;
 use crate::provider_config::ProviderConfigStatus;
 use crate::queue::Triggers;
+use crate::referenced::Referenced;
 use crate::status::write::{patch_status, set_condition};
 
 /// Where the ProviderConfig stands.
@@ -84,6 +85,8 @@ pub struct Platform<P: ServiceProvider> {
     triggers: Triggers,
     factory: ClientFactory,
     config_synced: Cache<String, DynamicObject>,
+    /// Secrets and ConfigMaps of the provider's namespace, read once per version.
+    referenced: Arc<Referenced>,
     /// The modes this replica leads.
     leading: std::sync::Mutex<HashSet<crate::tenant::Mode>>,
 }
@@ -129,6 +132,7 @@ impl<P: ServiceProvider> Platform<P> {
             triggers,
             factory,
             config_synced: Cache::new(),
+            referenced: Arc::default(),
             leading: std::sync::Mutex::new(HashSet::new()),
         })
     }
@@ -146,6 +150,11 @@ impl<P: ServiceProvider> Platform<P> {
     /// The namespace the provider runs in (`POD_NAMESPACE`).
     pub fn pod_namespace(&self) -> &str {
         &self.pod_namespace
+    }
+
+    /// Secrets and ConfigMaps of the provider's namespace, read once per version.
+    pub(crate) fn referenced_objects(&self) -> &Arc<Referenced> {
+        &self.referenced
     }
 
     /// The pod the provider runs in (`POD_NAME`), when known.
@@ -419,6 +428,14 @@ impl<P: ServiceProvider> Platform<P> {
             let Some(key) = ObjectKey::of(&object) else {
                 continue;
             };
+            if key.namespace == self.pod_namespace {
+                let version = object.meta().resource_version.as_deref();
+                self.referenced.saw(
+                    <Secret as k8s_openapi::Resource>::KIND,
+                    &key.name,
+                    version.filter(|_| seen != Seen::Deleted),
+                );
+            }
             let owner = match seen {
                 Seen::Deleted => self.access.kubeconfigs().deleted(&key),
                 _ => self
@@ -450,6 +467,12 @@ impl<P: ServiceProvider> Platform<P> {
                 continue;
             };
             let name = object.name_any();
+            let version = object.meta().resource_version.as_deref();
+            self.referenced.saw(
+                <ConfigMap as k8s_openapi::Resource>::KIND,
+                &name,
+                version.filter(|_| seen != Seen::Deleted),
+            );
             if self.referenced(object.meta().namespace.as_deref(), &name)
                 && references.changed(&name, &object, seen)
             {

@@ -516,8 +516,8 @@ impl Triggers {
         }
     }
 
-    /// Reconcile every object of every mode soon (the ProviderConfig changed).
-    pub fn trigger_all(&self) {
+    /// Reconcile every object of every mode soon (the ProviderConfig changed); how many.
+    pub fn trigger_all(&self) -> usize {
         let targets: Vec<(Queue<Identity>, KeysFn)> = self
             .targets
             .read()
@@ -525,11 +525,14 @@ impl Triggers {
             .iter()
             .map(|t| (t.queue.clone(), t.keys.clone()))
             .collect();
+        let mut triggered = 0;
         for (queue, keys) in targets {
             for id in keys() {
                 queue.trigger(id);
+                triggered += 1;
             }
         }
+        triggered
     }
 }
 

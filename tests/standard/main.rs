@@ -30,6 +30,7 @@ mod long_names;
 mod managed;
 mod metrics;
 mod newcomer;
+mod noop;
 mod process;
 mod ship;
 mod takeover;

@@ -41,6 +41,8 @@ use crate::platform::{ConfigState, Platform};
 use crate::provider_config::ProviderConfigResource;
 use crate::queue::Requeue;
 use crate::reconcile::Reconcile;
+use crate::resources::observed::Observed;
+use crate::status::resources::ResourceSink;
 use crate::status::write::{self as status, REASON_INVALID_OBJECT, Report};
 use crate::tenant::{ClusterAccess, Identity, WorkloadAccess, WorkloadCluster};
 use crate::waits::Waits;
@@ -116,6 +118,8 @@ pub struct Reconciler<P: Reconcile, S: Source<P>> {
     guards: Guards,
     /// The managed objects each tenant waits for, watched.
     waits: Waits,
+    /// Each tenant's set members, watched, so that a no-op reconcile reads none.
+    observed: Arc<Observed>,
 }
 
 impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
@@ -140,6 +144,7 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
             reported_invalid: Mutex::new(HashMap::new()),
             guards: Guards::default(),
             waits: Waits::default(),
+            observed: Arc::default(),
         }
     }
 
@@ -655,6 +660,9 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
     fn watch_waits(&self, id: &Identity, cx: &Context<P>) {
         let waits = cx.resources().take_waits();
         self.waits.wait_for(id, waits, self.platform.triggers());
+        if let Some(observed) = cx.resources().observed() {
+            self.observed.settle(observed);
+        }
     }
 
     /// Carries a decision out: writes its status (and the Event of a transition) and logs a
@@ -734,13 +742,18 @@ impl<P: Reconcile, S: Source<P>> Reconciler<P, S> {
         Ok(cx
             .with_events(events)
             .with_field_manager(self.platform.provider_name())
-            .with_provider_namespace(self.platform.pod_namespace()))
+            .with_provider_namespace(self.platform.pod_namespace())
+            .with_referenced(self.platform.referenced_objects().clone())
+            .with_resource_sink(ResourceSink::observing(
+                self.observed.view(id, self.platform.triggers()),
+            )))
     }
 
     fn forget(&self, id: &Identity) {
         self.stop_waiting(id);
         self.guards.stop(id);
         self.waits.stop(id);
+        self.observed.stop(id);
         self.source.forget(id);
     }
 

@@ -2,6 +2,7 @@
 //! clusters, the simulated operator, optionally a provider's CRDs, ProviderConfig and
 //! ServiceProvider, and any number of ControlPlanes with their MCP clusters.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -446,6 +447,39 @@ impl TestEnv {
     /// # }
     /// ```
     pub fn forbidden_requests(&self) -> Vec<String> {
+        let mut forbidden: Vec<String> = self
+            .counted()
+            .into_iter()
+            .filter(|(k, _)| k.code == 403)
+            .map(|(k, n)| format!("{} {} {} x{n}", k.cluster, k.verb, k.resource))
+            .collect();
+        forbidden.sort();
+        forbidden
+    }
+
+    /// How many requests every cluster of this platform answered so far, by `cluster verb
+    /// resource`, whatever the code; compare two of them to see what happened in between.
+    ///
+    /// ```no_run
+    /// # fn f(env: &service_provider_runtime::dev::TestEnv) {
+    /// let before = env.requests();
+    /// // ... something the provider should do without calls ...
+    /// let after = env.requests();
+    /// assert_eq!(before, after);
+    /// # }
+    /// ```
+    pub fn requests(&self) -> BTreeMap<String, u64> {
+        let mut requests = BTreeMap::new();
+        for (k, n) in self.counted() {
+            *requests
+                .entry(format!("{} {} {}", k.cluster, k.verb, k.resource))
+                .or_insert(0) += n;
+        }
+        requests
+    }
+
+    /// Every counter of every server of this platform, once each.
+    fn counted(&self) -> Vec<(service_provider_apiserver::CounterKey, u64)> {
         let clusters = self.clusters().into_iter().map(|c| c.handle);
         let mut counters: Vec<Vec<_>> = [&self.platform, &self.onboarding]
             .into_iter()
@@ -456,16 +490,12 @@ impl TestEnv {
         if let Some(kcp) = &self.kcp {
             counters.extend(kcp.kcp().shards().iter().map(|s| s.counters().snapshot()));
         }
-        // Clusters hosted on one server share its counters (each request keyed by its cluster).
-        let mut forbidden: Vec<String> = counters
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| k.code == 403)
-            .map(|(k, n)| format!("{} {} {} x{n}", k.cluster, k.verb, k.resource))
-            .collect();
-        forbidden.sort();
-        forbidden.dedup();
-        forbidden
+        // Clusters hosted on one server share its counters (each request keyed by its
+        // cluster): each key once.
+        let mut counted: Vec<_> = counters.into_iter().flatten().collect();
+        counted.sort();
+        counted.dedup_by(|a, b| a.0 == b.0);
+        counted
     }
 
     /// Creates a ControlPlane (and its onboarding namespace), waits until it is Ready and

@@ -41,6 +41,7 @@ use serde_json::Value;
 
 use crate::context::Context;
 use crate::provider::ServiceProvider;
+use crate::resources::observed::{Collection, TenantView};
 use crate::status::resources::{Location, ManagedResource, ResourcePhase, ResourceSink};
 use crate::tenant::ClusterAccess;
 use crate::waits::{Until, Wait};
@@ -614,12 +615,18 @@ impl ApplySet {
         Ok(self
             .read_inventory(&self.targets[0])
             .await?
+            .0
             .into_iter()
             .map(|r| r.member)
             .collect())
     }
 
-    async fn read_inventory(&self, target: &Target) -> Result<Vec<Recorded>, ApplyError> {
+    /// The records of `target`'s inventory and the resourceVersion they were read at (`None`
+    /// when there is no inventory).
+    async fn read_inventory(
+        &self,
+        target: &Target,
+    ) -> Result<(Vec<Recorded>, Option<String>), ApplyError> {
         let parent = self
             .inventory_api(target)
             .get_opt(&self.name)
@@ -633,18 +640,84 @@ impl ApplySet {
                 ),
                 source,
             })?;
+        let version = parent
+            .as_ref()
+            .and_then(|p| p.metadata.resource_version.clone());
         let Some(members) = parent
             .as_ref()
             .and_then(|p| p.data.as_ref())
             .and_then(|d| d.get(MEMBERS_KEY))
         else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), version));
         };
-        serde_json::from_str(members).map_err(|e| ApplyError::Inventory {
+        let records = serde_json::from_str(members).map_err(|e| ApplyError::Inventory {
             namespace: target.namespace.clone(),
             name: self.name.clone(),
             message: e.to_string(),
-        })
+        })?;
+        Ok((records, version))
+    }
+
+    /// The records of `target`'s inventory: as the last reconcile read or wrote them while the
+    /// watches show the ConfigMap unchanged, else read.
+    async fn recorded(&self, target: &Target) -> Result<Vec<Recorded>, ApplyError> {
+        let Some(observed) = self.observed() else {
+            return Ok(self.read_inventory(target).await?.0);
+        };
+        let collection = self.inventory_collection(target);
+        let remembered = observed
+            .unchanged(
+                &collection,
+                &target.client,
+                &ApiResource::erase::<ConfigMap>(&()),
+                Some(&target.namespace),
+                &self.name,
+            )
+            .and_then(|memo| memo.downcast::<Vec<Recorded>>().ok());
+        if let Some(records) = remembered {
+            return Ok(records.as_ref().clone());
+        }
+        let (records, version) = self.read_inventory(target).await?;
+        if let Some(version) = version {
+            self.remember_inventory(target, &version, &records);
+        }
+        Ok(records)
+    }
+
+    fn remember_inventory(&self, target: &Target, version: &str, records: &[Recorded]) {
+        if let Some(observed) = self.observed() {
+            observed.remember(
+                &self.inventory_collection(target),
+                Some(&target.namespace),
+                &self.name,
+                version,
+                Arc::new(records.to_vec()),
+            );
+        }
+    }
+
+    /// The inventory ConfigMaps of this set in `target`, as watched.
+    fn inventory_collection(&self, target: &Target) -> Collection {
+        Collection::new(
+            target.location,
+            &ApiResource::erase::<ConfigMap>(&()),
+            ID_LABEL,
+            &set_id(&self.name, &target.namespace),
+        )
+    }
+
+    /// The members of `kind` of this set in `target`, as watched.
+    fn member_collection(&self, target: &Target, member: &Member) -> Collection {
+        Collection::new(
+            target.location,
+            &member.api_resource(),
+            PART_OF_LABEL,
+            &set_id(&self.name, &target.namespace),
+        )
+    }
+
+    fn observed(&self) -> Option<&TenantView> {
+        self.sink.as_ref().and_then(ResourceSink::observed)
     }
 
     async fn write_inventory(
@@ -672,7 +745,8 @@ impl ApplySet {
             },
             "data": { MEMBERS_KEY: members_json },
         });
-        self.inventory_api(target)
+        let written = self
+            .inventory_api(target)
             .patch(
                 &self.name,
                 &PatchParams::apply(&self.field_manager).force(),
@@ -688,6 +762,9 @@ impl ApplySet {
                 ),
                 source,
             })?;
+        if let Some(version) = &written.metadata.resource_version {
+            self.remember_inventory(target, version, members);
+        }
         Ok(())
     }
 
@@ -817,7 +894,7 @@ impl ApplySet {
             });
         }
         for (t, target) in self.targets.iter().enumerate() {
-            let old = self.read_inventory(target).await?;
+            let old = self.recorded(target).await?;
             let mut union = current[t].clone();
             for r in &old {
                 if !union.iter().any(|c| c.member == r.member) {
@@ -837,7 +914,8 @@ impl ApplySet {
         for &i in &order {
             let d = &self.objects[i];
             let member = &d.key.member;
-            let client = &self.targets[self.target(d.key.location)?].client;
+            let target = &self.targets[self.target(d.key.location)?];
+            let client = &target.client;
             // A dependency outside this set is the author's to vouch for.
             let blocker = deps[i]
                 .iter()
@@ -851,6 +929,28 @@ impl ApplySet {
                 );
                 ready.insert(&d.key, status.phase);
                 report.resources.push(status);
+                continue;
+            }
+            let collection = self.member_collection(target, member);
+            let declared = digest(&d.body);
+            // As the last reconcile left it, by the watches: nothing to read or write.
+            let remembered = self
+                .observed()
+                .and_then(|observed| {
+                    observed.unchanged(
+                        &collection,
+                        client,
+                        &member.api_resource(),
+                        member.namespace.as_deref(),
+                        &member.name,
+                    )
+                })
+                .and_then(|memo| memo.downcast::<Concluded>().ok())
+                .filter(|concluded| concluded.declared == declared);
+            if let Some(concluded) = remembered {
+                report.unchanged.push(member.clone());
+                ready.insert(&d.key, concluded.status.phase);
+                report.resources.push(concluded.status.clone());
                 continue;
             }
             let api = member.api(client);
@@ -882,11 +982,35 @@ impl ApplySet {
                 }
             };
             let status = status_of(&d.key, &object, d.check.as_ref());
-            // Not ready yet (or failed, and may recover): watched until it changes.
-            if status.phase != ResourcePhase::Ready
-                && let Some(seen) = object.metadata.resource_version.clone()
-            {
-                waits.push(member.wait(d.key.location, client, Until::Changed(seen)));
+            if let Some(version) = object.metadata.resource_version.clone() {
+                match self.observed() {
+                    Some(observed) => {
+                        // A change from this version triggers the tenant: what is not ready
+                        // yet needs no wait of its own once its kind is watched.
+                        observed.remember(
+                            &collection,
+                            member.namespace.as_deref(),
+                            &member.name,
+                            &version,
+                            Arc::new(Concluded {
+                                declared,
+                                status: status.clone(),
+                            }),
+                        );
+                        if status.phase != ResourcePhase::Ready && !observed.watched(&collection) {
+                            waits.push(member.wait(
+                                d.key.location,
+                                client,
+                                Until::Changed(version),
+                            ));
+                        }
+                    }
+                    // Not ready yet (or failed, and may recover): watched until it changes.
+                    None if status.phase != ResourcePhase::Ready => {
+                        waits.push(member.wait(d.key.location, client, Until::Changed(version)));
+                    }
+                    None => {}
+                }
             }
             ready.insert(&d.key, status.phase);
             report.resources.push(status);
@@ -900,6 +1024,13 @@ impl ApplySet {
                 .collect();
             stale.sort_by_key(|r| std::cmp::Reverse(r.member.order()));
             for r in stale {
+                if let Some(observed) = self.observed() {
+                    observed.forget(
+                        &self.member_collection(target, &r.member),
+                        r.member.namespace.as_deref(),
+                        &r.member.name,
+                    );
+                }
                 if r.orphan {
                     self.orphan_member(target, &r.member).await?;
                 } else {
@@ -932,6 +1063,7 @@ impl ApplySet {
             members.extend(
                 self.read_inventory(target)
                     .await?
+                    .0
                     .into_iter()
                     .map(|r| (t, r)),
             );
@@ -1085,6 +1217,22 @@ impl ApplySet {
             Err(_) => self.objects.iter().map(|d| d.key.member.clone()).collect(),
         }
     }
+}
+
+/// What an apply concluded of a member, kept while the watches show it unchanged.
+struct Concluded {
+    /// [`digest`] of the body declared then: a different declaration is applied.
+    declared: u64,
+    status: ManagedResource,
+}
+
+/// A fingerprint of a declared body, to tell whether this reconcile declares what the last one
+/// did. Only compared within the process.
+fn digest(body: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    body.to_string().hash(&mut hasher);
+    hasher.finish()
 }
 
 fn set_id(name: &str, namespace: &str) -> String {

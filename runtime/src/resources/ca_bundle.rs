@@ -4,7 +4,6 @@
 //! author as PEM for chart values or a volume.
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
 use kube::api::ObjectMeta;
 
 use crate::context::Context;
@@ -47,8 +46,6 @@ impl<P: ServiceProvider> Context<P> {
             return Ok(None);
         };
         let optional = reference.optional.unwrap_or(false);
-        let api: Api<ConfigMap> =
-            Api::namespaced(self.platform().clone(), self.provider_namespace());
         let where_ = || {
             format!(
                 "the ProviderConfig's caBundleRef: key {:?} of ConfigMap {} in namespace {} of the platform cluster",
@@ -57,7 +54,8 @@ impl<P: ServiceProvider> Context<P> {
                 self.provider_namespace()
             )
         };
-        let pem = match api.get_opt(&reference.name).await? {
+        let source: Option<ConfigMap> = self.provider_namespace_object(&reference.name).await?;
+        let pem = match source {
             Some(source) => source
                 .data
                 .and_then(|mut data| data.remove(&reference.key))

@@ -3,7 +3,6 @@
 //! source and goes when the ProviderConfig stops listing it.
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::Api;
 use kube::api::ObjectMeta;
 
 use crate::context::Context;
@@ -45,15 +44,16 @@ impl<P: ServiceProvider> Context<P> {
         namespace: &str,
         sources: &[String],
     ) -> Result<PullSecrets, Error> {
-        let api: Api<Secret> = Api::namespaced(self.platform().clone(), self.provider_namespace());
         let mut copies = PullSecrets::default();
         for source in sources {
-            let secret = api.get_opt(source).await?.ok_or_else(|| {
-                Error::transient_msg(format!(
-                    "pull secret {source} not found in namespace {} of the platform cluster",
-                    self.provider_namespace()
-                ))
-            })?;
+            let secret: Secret = self.provider_namespace_object(source).await?.ok_or_else(
+                || {
+                    Error::transient_msg(format!(
+                        "pull secret {source} not found in namespace {} of the platform cluster",
+                        self.provider_namespace()
+                    ))
+                },
+            )?;
             let name = self.pull_secret_name(source)?;
             let copy = Secret {
                 metadata: ObjectMeta {

@@ -11,6 +11,7 @@
 //! token the same way instead).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::ByteString;
@@ -142,14 +143,26 @@ impl<P: ServiceProvider> Context<P> {
             .depends_on(&service_account_member)
             .key();
 
-        let secrets: Api<Secret> =
-            Api::namespaced(self.workload_client()?.clone(), &access.secret_namespace);
-        let current = secrets
-            .get_opt(&access.name)
-            .await
-            .map_err(|e| self.worker_error(&access, "reading the worker's kubeconfig Secret", e))?;
+        // The token this process issued last, else the one in the Secret, while good.
         let now = SystemTime::now();
-        let kept = current.as_ref().and_then(|s| still_good(s, lifetime, now));
+        let observed = self.resources().observed();
+        let kept_as = format!("worker-token/{}/{}", access.secret_namespace, access.name);
+        let recalled = observed
+            .and_then(|o| o.recall(&kept_as))
+            .and_then(|memo| memo.downcast::<(Vec<u8>, SystemTime)>().ok())
+            .map(|issued| issued.as_ref().clone())
+            .filter(|(_, expires)| fresh(*expires, lifetime, now));
+        let kept = match recalled {
+            Some(recalled) => Some(recalled),
+            None => {
+                let secrets: Api<Secret> =
+                    Api::namespaced(self.workload_client()?.clone(), &access.secret_namespace);
+                let current = secrets.get_opt(&access.name).await.map_err(|e| {
+                    self.worker_error(&access, "reading the worker's kubeconfig Secret", e)
+                })?;
+                current.as_ref().and_then(|s| still_good(s, lifetime, now))
+            }
+        };
         let issued = match kept {
             Some(kept) => Some(kept),
             None => match self.mint_token(&access, &service_account, lifetime).await? {
@@ -160,6 +173,9 @@ impl<P: ServiceProvider> Context<P> {
                 None => None,
             },
         };
+        if let (Some(observed), Some(issued)) = (observed, &issued) {
+            observed.keep(&kept_as, Arc::new(issued.clone()));
+        }
         let (data, annotations) = match &issued {
             Some((kubeconfig, expires)) => {
                 // Back before a third of the token's life is left, however long the poll
@@ -321,7 +337,14 @@ fn still_good(
     let expires =
         SystemTime::UNIX_EPOCH + Duration::from_secs(u64::try_from(expires.as_second()).ok()?);
     let kubeconfig = secret.data.as_ref()?.get(WORKER_KUBECONFIG_KEY)?.0.clone();
-    (expires.duration_since(now).ok()? > lifetime / 3).then_some((kubeconfig, expires))
+    fresh(expires, lifetime, now).then_some((kubeconfig, expires))
+}
+
+/// Whether a token expiring at `expires` has more than a third of `lifetime` left.
+fn fresh(expires: SystemTime, lifetime: Duration, now: SystemTime) -> bool {
+    expires
+        .duration_since(now)
+        .is_ok_and(|left| left > lifetime / 3)
 }
 
 fn rfc3339(t: SystemTime) -> String {

@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::resources::observed::TenantView;
 use crate::waits::Wait;
 
 use schemars::JsonSchema;
@@ -216,8 +217,22 @@ impl ManagedResource {
 
 /// Where a [`Context`](crate::Context)'s sets report their members, for the runtime to write
 /// into `status.resources`.
-#[derive(Clone, Debug, Default)]
-pub struct ResourceSink(Arc<Mutex<Reported>>);
+#[derive(Clone, Default)]
+pub struct ResourceSink {
+    reported: Arc<Mutex<Reported>>,
+    /// The tenant's set members as the runtime's watches see them; `None` outside the runtime
+    /// (a set then reads every member).
+    observed: Option<TenantView>,
+}
+
+impl std::fmt::Debug for ResourceSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceSink")
+            .field("reported", &self.reported)
+            .field("observed", &self.observed.is_some())
+            .finish()
+    }
+}
 
 /// Each set's members and the objects it waits for, by set name.
 #[derive(Debug, Default)]
@@ -229,10 +244,23 @@ struct Reported {
 }
 
 impl ResourceSink {
+    /// A sink for one reconcile of a tenant whose members `observed` sees.
+    pub(crate) fn observing(observed: TenantView) -> Self {
+        ResourceSink {
+            reported: Arc::default(),
+            observed: Some(observed),
+        }
+    }
+
+    /// The tenant's set members as the runtime's watches see them.
+    pub(crate) fn observed(&self) -> Option<&TenantView> {
+        self.observed.as_ref()
+    }
+
     /// Records what `set`'s last apply or delete reported: its members, and the objects it
     /// waits for.
     pub(crate) fn record(&self, set: &str, resources: Vec<ManagedResource>, waits: Vec<Wait>) {
-        let mut reported = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut reported = self.reported.lock().unwrap_or_else(|e| e.into_inner());
         match reported.sets.iter_mut().find(|(name, _)| name == set) {
             Some((_, old)) => *old = resources,
             None => reported.sets.push((set.to_owned(), resources)),
@@ -246,20 +274,21 @@ impl ResourceSink {
     /// Every member reported so far, set by set in the order they were first applied; `None`
     /// when no set reported.
     pub fn take(&self) -> Option<Vec<ManagedResource>> {
-        let sets = std::mem::take(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()).sets);
+        let sets =
+            std::mem::take(&mut self.reported.lock().unwrap_or_else(|e| e.into_inner()).sets);
         (!sets.is_empty()).then(|| sets.into_iter().flat_map(|(_, r)| r).collect())
     }
 
     /// Asks for the tenant to be reconciled again within `after`, whatever the poll interval
     /// (a member that expires, such as a worker's token); the soonest request wins.
     pub(crate) fn revisit_within(&self, after: std::time::Duration) {
-        let mut reported = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut reported = self.reported.lock().unwrap_or_else(|e| e.into_inner());
         reported.revisit = Some(reported.revisit.map_or(after, |r| r.min(after)));
     }
 
     /// The soonest revisit asked for since the last call.
     pub(crate) fn take_revisit(&self) -> Option<std::time::Duration> {
-        self.0
+        self.reported
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .revisit
@@ -268,7 +297,13 @@ impl ResourceSink {
 
     /// The objects the sets wait for, to watch until the next reconcile.
     pub(crate) fn take_waits(&self) -> Vec<Wait> {
-        let waits = std::mem::take(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()).waits);
+        let waits = std::mem::take(
+            &mut self
+                .reported
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .waits,
+        );
         waits.into_iter().flat_map(|(_, w)| w).collect()
     }
 }

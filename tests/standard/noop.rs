@@ -1,0 +1,107 @@
+//! A reconcile with nothing to do makes no API call: the examples' resource sets (the tenant's
+//! cluster, the workload cluster, a kcp workspace) are seen through watches, not read again,
+//! and a worker's token is not read back from its Secret while it is good.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::json;
+use service_provider::k8s_openapi::api::core::v1::ConfigMap;
+use service_provider::prelude::*;
+use service_provider::testing::{TestError, TestPlatform};
+
+use crate::cert_manager::CertManager;
+use crate::common;
+use crate::eso::ExternalSecretsOperator;
+
+/// The requests a resync of every tenant made, by `cluster verb resource`; watches (long-running,
+/// counted when they start) aside.
+async fn resync_requests<P: Reconcile>(
+    platform: &TestPlatform<P>,
+) -> Result<BTreeMap<String, u64>, TestError> {
+    // The first resync after Ready may still read what its watches had not listed yet.
+    platform.resync().await?;
+    let before = platform.env().requests();
+    platform.resync().await?;
+    let after = platform.env().requests();
+    Ok(after
+        .into_iter()
+        .filter(|(request, _)| !request.contains(" watch "))
+        .filter_map(|(request, n)| {
+            let made = n - before.get(&request).copied().unwrap_or(0);
+            (made > 0).then_some((request, made))
+        })
+        .collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cert_manager_reconciled_with_nothing_to_do_makes_no_api_call() -> Result<(), TestError> {
+    let platform = common::platform::<CertManager>(json!({
+        "versions": [{ "version": "1.17.2" }],
+        "imagePullSecrets": [{ "name": "regcred" }],
+        "caBundleRef": { "name": "corporate-ca", "key": "ca.crt" },
+        "pollInterval": "10m",
+    }))
+    .modes([Mode::Standard, Mode::Kcp])
+    .timeout(Duration::from_secs(60))
+    .start()
+    .await?;
+    platform
+        .pull_secret("regcred", "registry.test", "robot", "s3cret")
+        .await?;
+    let mut bundle = ConfigMap::default();
+    bundle.metadata.name = Some("corporate-ca".into());
+    bundle.metadata.namespace = Some(platform.env().pod_namespace().to_owned());
+    bundle.data = Some(
+        [(
+            "ca.crt".to_owned(),
+            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_owned(),
+        )]
+        .into(),
+    );
+    platform.platform().create(&bundle).await?;
+    let tenants = [
+        platform
+            .create_tenant("certs", json!({ "version": "1.17.2" }))
+            .await?,
+        platform
+            .create_kcp_tenant("certs", json!({ "version": "1.17.2" }))
+            .await?,
+    ];
+    for tenant in &tenants {
+        tenant.wait_ready().await?;
+    }
+
+    let requests = resync_requests(&platform).await?;
+    assert_eq!(requests, BTreeMap::new(), "a resync of two Ready tenants");
+    platform.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn external_secrets_reconciled_with_nothing_to_do_makes_no_api_call() -> Result<(), TestError>
+{
+    let platform = common::platform::<ExternalSecretsOperator>(json!({
+        "chartURL": "oci://registry.test/charts/external-secrets",
+        "chartPullSecret": "chart-creds",
+        "imagePullSecrets": [{ "name": "regcred" }],
+        "pollInterval": "10m",
+    }))
+    .timeout(Duration::from_secs(60))
+    .start()
+    .await?;
+    for name in ["chart-creds", "regcred"] {
+        platform
+            .pull_secret(name, "registry.test", "robot", "s3cret")
+            .await?;
+    }
+    let tenant = platform
+        .create_tenant("secrets", json!({ "version": "0.10.0" }))
+        .await?;
+    tenant.wait_ready().await?;
+
+    let requests = resync_requests(&platform).await?;
+    assert_eq!(requests, BTreeMap::new(), "a resync of a Ready tenant");
+    platform.stop().await;
+    Ok(())
+}
