@@ -405,7 +405,9 @@ impl Implementation {
 
     fn reconcile_all(&self) {
         match self {
-            Implementation::Runtime(rt) => rt.platform().triggers().trigger_all(),
+            Implementation::Runtime(rt) => {
+                rt.platform().triggers().trigger_all();
+            }
             Implementation::Baseline { trigger, .. } => {
                 let _ = trigger.send(());
             }

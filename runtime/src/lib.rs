@@ -20,6 +20,7 @@ pub(crate) mod cache;
 pub mod controller;
 pub(crate) mod duration;
 pub(crate) mod events;
+pub(crate) mod observed;
 pub(crate) mod platform;
 pub mod provider_config;
 pub mod queue;

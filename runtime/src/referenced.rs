@@ -13,6 +13,9 @@ use serde::de::DeserializeOwned;
 /// An object: its kind and name (the namespace is the provider's).
 type Key = (&'static str, String);
 
+/// An object as read (a `Secret` or `ConfigMap`), with the version read.
+type Read = (String, Arc<dyn Any + Send + Sync>);
+
 /// Objects of the provider's namespace, by the version the watches show and as last read.
 #[derive(Default)]
 pub(crate) struct Referenced {
@@ -20,7 +23,7 @@ pub(crate) struct Referenced {
     /// gone.
     current: Mutex<HashMap<Key, String>>,
     /// Each object as last read, with the version read.
-    read: Mutex<HashMap<Key, (String, Arc<dyn Any + Send + Sync>)>>,
+    read: Mutex<HashMap<Key, Read>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

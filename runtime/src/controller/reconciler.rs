@@ -35,13 +35,13 @@ use crate::controller::source::{AccessRoute, PlatformAccess, Resolved, Source, T
 use crate::deletion_guard::Guards;
 use crate::error::Error;
 use crate::events::EventRecorder;
+use crate::observed::Observed;
 use crate::openmcp::constants::{OPERATION_ANNOTATION, OPERATION_IGNORE, OPERATION_RECONCILE};
 use crate::ops::metrics::{ControllerMetrics, ControllerResult, Metrics, ReconcileResult};
 use crate::platform::{ConfigState, Platform};
 use crate::provider_config::ProviderConfigResource;
 use crate::queue::Requeue;
 use crate::reconcile::Reconcile;
-use crate::resources::observed::Observed;
 use crate::status::resources::ResourceSink;
 use crate::status::write::{self as status, REASON_INVALID_OBJECT, Report};
 use crate::tenant::{ClusterAccess, Identity, WorkloadAccess, WorkloadCluster};

@@ -40,8 +40,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::context::Context;
+use crate::observed::{Collection, TenantView};
 use crate::provider::ServiceProvider;
-use crate::resources::observed::{Collection, TenantView};
 use crate::status::resources::{Location, ManagedResource, ResourcePhase, ResourceSink};
 use crate::tenant::ClusterAccess;
 use crate::waits::{Until, Wait};
@@ -699,8 +699,9 @@ impl ApplySet {
     /// The inventory ConfigMaps of this set in `target`, as watched.
     fn inventory_collection(&self, target: &Target) -> Collection {
         Collection::new(
-            target.location,
+            target.location.describe(),
             &ApiResource::erase::<ConfigMap>(&()),
+            Some(&target.namespace),
             ID_LABEL,
             &set_id(&self.name, &target.namespace),
         )
@@ -709,8 +710,9 @@ impl ApplySet {
     /// The members of `kind` of this set in `target`, as watched.
     fn member_collection(&self, target: &Target, member: &Member) -> Collection {
         Collection::new(
-            target.location,
+            target.location.describe(),
             &member.api_resource(),
+            member.namespace.as_deref(),
             PART_OF_LABEL,
             &set_id(&self.name, &target.namespace),
         )

@@ -6,6 +6,5 @@ pub mod apply;
 pub(crate) mod ca_bundle;
 pub mod flux;
 pub(crate) mod helm;
-pub(crate) mod observed;
 pub(crate) mod pull_secrets;
 pub(crate) mod worker;

@@ -33,8 +33,8 @@ impl<P: ServiceProvider> Context<P> {
 
     /// Copies the Secrets named `sources` from the provider's namespace on the platform cluster
     /// into `namespace` of the cluster at `location`, as members of `set` under
-    /// [provider-prefixed names](Self::pull_secret_name). Each reconcile reads the sources again,
-    /// so a changed source is copied again (the ProviderConfig watch re-enqueues every object
+    /// [provider-prefixed names](Self::pull_secret_name). The sources are read once per version
+    /// (the runtime's watch tells when one changed), so a changed source is copied again (the ProviderConfig watch re-enqueues every object
     /// when a Secret it names changes), and a copy whose source is no longer listed leaves the
     /// set and is deleted by its apply. A missing source is an error naming it.
     pub async fn copy_pull_secrets(

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::resources::observed::TenantView;
+use crate::observed::TenantView;
 use crate::waits::Wait;
 
 use schemars::JsonSchema;

@@ -1,13 +1,15 @@
 //! Set members as watches see them. While a tenant's sets are applied, the runtime watches each
-//! kind of member — metadata only, selected by the set's label, in the cluster where it lives —
+//! kind of member — metadata only, selected by the set's label, in the namespace and cluster
+//! where it lives —
 //! and remembers, per object, the resourceVersion the last reconcile saw and what it concluded
 //! from it (the member's status, the inventory's records). A reconcile whose objects are all as
 //! last seen reads nothing: a no-op reconcile of a set makes no API call. An object that changes
 //! (someone edited it, its status moved on) or goes triggers the tenant, which then reads it.
 //!
 //! The watches of a tenant are those its last reconcile used: a reconcile that applies no set
-//! (the delete path, a provider that stopped using one) ends them, as does the tenant going. A
-//! watch that fails (not allowed to list the kind cluster-wide, the kind not served yet,
+//! (the delete path, a provider that stopped using one) ends them, as does the tenant going.
+//! Values a helper keeps between reconciles (a worker's token) live and end the same way. A
+//! watch that fails (not allowed to list the kind, the kind not served yet,
 //! credentials expired) ends; until it runs again the set reads the object as it always did, so
 //! a narrow grant costs reads, never correctness.
 
@@ -22,30 +24,41 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::{self, Event, watcher};
 
 use crate::queue::Triggers;
-use crate::status::resources::Location;
 use crate::tenant::Identity;
 use crate::waits::WatchTask;
 
 /// What a reconcile concluded from an object, kept while the object stays as it saw it.
 pub(crate) type Memo = Arc<dyn Any + Send + Sync>;
 
-/// One watched collection of a tenant: the objects of one kind carrying one label, in one of
-/// its clusters.
+/// One watched collection of a tenant: the objects of one kind carrying one label, in one
+/// namespace (or cluster-wide for cluster-scoped kinds) of one of its clusters. By namespace, so
+/// that a list reads only the tenant's namespace of a shared workload cluster and a grant
+/// limited to that namespace is enough.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Collection {
-    cluster: Location,
+    /// Which of the tenant's clusters (as `Location::describe` names it).
+    cluster: &'static str,
     api_version: String,
     plural: String,
+    namespace: Option<String>,
     selector: String,
 }
 
 impl Collection {
-    /// The objects of `resource` in `cluster` labelled `label=value`.
-    pub(crate) fn new(cluster: Location, resource: &ApiResource, label: &str, value: &str) -> Self {
+    /// The objects of `resource` in `namespace` (`None`: cluster-scoped) of `cluster`, labelled
+    /// `label=value`.
+    pub(crate) fn new(
+        cluster: &'static str,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        label: &str,
+        value: &str,
+    ) -> Self {
         Collection {
             cluster,
             api_version: resource.api_version.clone(),
             plural: resource.plural.clone(),
+            namespace: namespace.map(str::to_owned),
             selector: format!("{label}={value}"),
         }
     }
@@ -143,7 +156,10 @@ impl Watch {
         triggers: Triggers,
     ) -> Self {
         let state = Arc::new(Mutex::new(WatchState::default()));
-        let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client.clone(), resource);
+        let api: Api<PartialObjectMeta<DynamicObject>> = match &collection.namespace {
+            Some(namespace) => Api::namespaced_with(client.clone(), namespace, resource),
+            None => Api::all_with(client.clone(), resource),
+        };
         let config = watcher::Config::default().labels(&collection.selector);
         let watched = state.clone();
         let task = WatchTask::spawn(async move {
@@ -411,7 +427,7 @@ mod tests {
         };
         let observed = Arc::new(Observed::default());
         let resource = ApiResource::erase::<ConfigMap>(&());
-        let collection = Collection::new(Location::ManagedControlPlane, &resource, "set", "a");
+        let collection = Collection::new("tenant cluster", &resource, Some("default"), "set", "a");
         let rv = member.metadata.resource_version.clone().unwrap();
         let memo = || -> Memo { Arc::new("ready") };
         let concluded = |view: &TenantView| {
