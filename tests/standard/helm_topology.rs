@@ -17,7 +17,7 @@ use service_provider::k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAcc
 use service_provider::k8s_openapi::api::rbac::v1::ClusterRole;
 use service_provider::kube::Api;
 use service_provider::prelude::*;
-use service_provider::testing::{Cluster, Tenant, TestError, reason};
+use service_provider::testing::{Cluster, Tenant, TestError, TestPlatform, reason};
 use service_provider::{ChartKind, HelmChart, HelmInstall};
 
 use crate::cert_manager::{CertManager, DEFAULT_CHART};
@@ -67,8 +67,9 @@ async fn pull_copies(cluster: &Cluster, namespace: &str) -> Result<Vec<String>, 
         .collect())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_part_of_the_chart_goes_where_it_can_run_in_both_modes() -> Result<(), TestError> {
+/// cert-manager in both modes, with the pull secret its ProviderConfig names; the CA bundle it
+/// names is left to the test ([`ca_bundle`]).
+pub(crate) async fn platform() -> Result<TestPlatform<CertManager>, TestError> {
     let platform = common::platform::<CertManager>(json!({
         "versions": [{ "version": "1.17.2" }],
         "imagePullSecrets": [{ "name": "regcred" }],
@@ -82,6 +83,22 @@ async fn each_part_of_the_chart_goes_where_it_can_run_in_both_modes() -> Result<
     platform
         .pull_secret("regcred", "registry.test", "robot", "s3cret")
         .await?;
+    Ok(platform)
+}
+
+/// The CA bundle the ProviderConfig names, as the platform operator creates it.
+pub(crate) async fn ca_bundle(platform: &TestPlatform<CertManager>) -> Result<(), TestError> {
+    let mut bundle = ConfigMap::default();
+    bundle.metadata.name = Some("corporate-ca".into());
+    bundle.metadata.namespace = Some(platform.env().pod_namespace().to_owned());
+    bundle.data = Some([("ca.crt".to_owned(), CA.to_owned())].into());
+    platform.platform().create(&bundle).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_part_of_the_chart_goes_where_it_can_run_in_both_modes() -> Result<(), TestError> {
+    let platform = platform().await?;
     let standard = platform
         .create_tenant("certs", json!({ "version": "1.17.2" }))
         .await?;
@@ -95,11 +112,7 @@ async fn each_part_of_the_chart_goes_where_it_can_run_in_both_modes() -> Result<
         .await?;
     let (_, _, message) = common::ready_condition(&waiting).unwrap();
     assert!(message.contains("ConfigMap corporate-ca"), "{message}");
-    let mut bundle = ConfigMap::default();
-    bundle.metadata.name = Some("corporate-ca".into());
-    bundle.metadata.namespace = Some(platform.env().pod_namespace().to_owned());
-    bundle.data = Some([("ca.crt".to_owned(), CA.to_owned())].into());
-    platform.platform().create(&bundle).await?;
+    ca_bundle(&platform).await?;
     let kcp = platform
         .create_kcp_tenant("certs", json!({ "version": "1.17.2" }))
         .await?;

@@ -6,13 +6,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::json;
-use service_provider::k8s_openapi::api::core::v1::ConfigMap;
 use service_provider::prelude::*;
 use service_provider::testing::{TestError, TestPlatform};
 
-use crate::cert_manager::CertManager;
-use crate::common;
 use crate::eso::ExternalSecretsOperator;
+use crate::{common, helm_topology};
 
 /// The requests a resync of every tenant made, by `cluster verb resource`; watches (long-running,
 /// counted when they start) aside.
@@ -36,30 +34,8 @@ async fn resync_requests<P: Reconcile>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cert_manager_reconciled_with_nothing_to_do_makes_no_api_call() -> Result<(), TestError> {
-    let platform = common::platform::<CertManager>(json!({
-        "versions": [{ "version": "1.17.2" }],
-        "imagePullSecrets": [{ "name": "regcred" }],
-        "caBundleRef": { "name": "corporate-ca", "key": "ca.crt" },
-        "pollInterval": "10m",
-    }))
-    .modes([Mode::Standard, Mode::Kcp])
-    .timeout(Duration::from_secs(60))
-    .start()
-    .await?;
-    platform
-        .pull_secret("regcred", "registry.test", "robot", "s3cret")
-        .await?;
-    let mut bundle = ConfigMap::default();
-    bundle.metadata.name = Some("corporate-ca".into());
-    bundle.metadata.namespace = Some(platform.env().pod_namespace().to_owned());
-    bundle.data = Some(
-        [(
-            "ca.crt".to_owned(),
-            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_owned(),
-        )]
-        .into(),
-    );
-    platform.platform().create(&bundle).await?;
+    let platform = helm_topology::platform().await?;
+    helm_topology::ca_bundle(&platform).await?;
     let tenants = [
         platform
             .create_tenant("certs", json!({ "version": "1.17.2" }))
