@@ -441,7 +441,7 @@ impl ClusterHandle {
     /// Request counters. For a logical cluster these are the shared shard's; use
     /// [`ClusterHandle::requests`] to count this cluster's requests only. For a real
     /// kube-apiserver they are read from its audit log, which it writes when a response is
-    /// complete.
+    /// complete; what the server asks of itself (as `system:apiserver`) is not counted.
     pub fn counters(&self) -> &Counters {
         match &*self.inner {
             Backend::Dedicated(c) => c.counters(),
