@@ -2,7 +2,8 @@
 //! `cargo xtask builtins` (the embedded API server's built-in types, from k8s-openapi),
 //! `cargo xtask macro-cost` (what `#[service_provider]` costs at compile time), `cargo xtask
 //! modules` (the runtime's import graph, without circles), `cargo xtask protobuf` (the embedded API
-//! server's protobuf descriptors) and `cargo xtask realstack` (the real kube-apiserver and etcd,
+//! server's protobuf descriptors), `cargo xtask public-items` (how many names the facade and the
+//! runtime make public) and `cargo xtask realstack` (the real kube-apiserver and etcd,
 //! built from Go modules for tests).
 
 mod builtins;
@@ -10,6 +11,7 @@ mod crds;
 mod macro_cost;
 mod modules;
 mod protobuf;
+mod public_items;
 mod realstack;
 
 use std::path::{Path, PathBuf};
@@ -61,6 +63,9 @@ enum Command {
         #[arg(long)]
         protos: PathBuf,
     },
+    /// Count the public names of the facade and the runtime (from rustdoc's JSON output), by
+    /// module.
+    PublicItems,
     /// Build the real kube-apiserver and etcd from the Go modules pinned in realstack/ into a
     /// cache directory keyed by their versions (reused when present), and print it as the last
     /// line, `KUBEBUILDER_ASSETS=<dir>`. A KUBEBUILDER_ASSETS that already holds both is used as is.
@@ -78,6 +83,7 @@ fn main() -> ExitCode {
         Command::MacroCost { runs, expansions } => macro_cost::run(&root, runs, expansions),
         Command::Modules { check } => modules::run(&root, "runtime", check),
         Command::Protobuf { protos } => protobuf::run(&root, &protos),
+        Command::PublicItems => public_items::run(&root),
         Command::Realstack => realstack::run(&root),
         Command::TestReal => realstack::test_real(&root),
     };
