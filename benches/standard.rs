@@ -71,12 +71,11 @@ mod baseline {
     use service_provider::kube::runtime::reflector::ObjectRef;
     use service_provider::kube::runtime::watcher;
     use service_provider::kube::{Api, Client, ResourceExt};
-    use service_provider::openmcp::naming::{
-        request_labels, stable_mcp_namespace, stable_request_name,
-    };
+    use service_provider::openmcp::naming::{stable_mcp_namespace, stable_request_name};
     use service_provider::openmcp::{
         AccessRequest, AccessRequestSpec, ObjectReference, RoleRef, TokenConfig,
     };
+    use service_provider_runtime::openmcp::naming::request_labels;
 
     use super::Bench;
 

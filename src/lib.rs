@@ -75,16 +75,56 @@ pub use service_provider_runtime::{
     Reconcile, ServiceProvider, ServiceStatus, VersionSpec, WorkloadCluster, run, run_with_args,
 };
 
-/// The generated manifests ([`manifests()`]), as `<provider> manifests` writes them.
-pub use service_provider_runtime::manifests;
-/// The openMCP API types (`ControlPlane`, `ClusterRequest`, `AccessRequest`, `ServiceProvider`, …).
-pub use service_provider_runtime::openmcp;
+/// The generated manifests ([`manifests()`]), as `<provider> manifests` writes them, and the
+/// check an author's test runs to keep a checked-in manifest directory current.
+pub mod manifests {
+    pub use service_provider_runtime::manifests::{
+        Difference, DifferenceKind, FileChange, FileReport, Manifest, ManifestsError, Place,
+        api_export, api_resource_schema, check, check_dir, manifests, provider_config_crd,
+        service_crd, write, write_dir,
+    };
+}
+pub use service_provider_runtime::manifests::manifests;
+
+/// The openMCP API types a provider or its tests read: `ControlPlane`, `ClusterRequest`,
+/// `AccessRequest`, `Cluster`, the `ServiceProvider` object that deploys a provider
+/// ([`openmcp::ServiceProviderObject`]), and the grants an AccessRequest asks for
+/// ([`openmcp::TokenConfig`]). The labels, annotations and finalizers the runtime puts on them are
+/// its own business and not exported.
+pub mod openmcp {
+    pub use service_provider_runtime::openmcp::clusters::K8sConfiguration;
+    pub use service_provider_runtime::openmcp::controlplane::{
+        DefaultOidcProvider, ExtraOidcProvider, Iam, IamOidc, IamToken,
+    };
+    pub use service_provider_runtime::openmcp::{
+        AccessRequest, AccessRequestSpec, AccessRequestStatus, Cluster, ClusterRequest,
+        ClusterRequestSpec, ClusterRequestStatus, ClusterSpec, ClusterStatus, CommonStatus,
+        ControlPlane, ControlPlaneSpec, ControlPlaneStatus, DeploymentSpec, EnvVar,
+        GroupVersionKind, LocalObjectReference, MetricsConfig, ObjectReference, OidcConfig,
+        OidcProviderConfig, PermissionsRequest, RoleBindings, RoleKind, RoleRef,
+        ServiceProviderObject, ServiceProviderStatus, Tenancy, TokenConfig,
+    };
+
+    /// The names openMCP derives, to find what the platform created for a tenant: the MCP's
+    /// namespace on the platform cluster and the name of a provider's Cluster- or AccessRequest.
+    pub mod naming {
+        pub use service_provider_runtime::openmcp::naming::{
+            NamingError, stable_mcp_namespace, stable_request_name,
+        };
+    }
+}
+
 /// The schema of a free-form JSON field (e.g. Helm values in a ProviderConfig):
 /// `#[schemars(schema_with = "service_provider::free_form_schema")]`.
 pub use service_provider_runtime::provider_config::free_form_schema;
 /// Installing a set of objects into a cluster with server-side apply, pruning what a previous
-/// apply installed and this one omits ([`Context::apply_set`]).
-pub use service_provider_runtime::resources::apply;
+/// apply installed and this one omits ([`Context::apply_set`]): what its methods take and return.
+pub mod apply {
+    pub use service_provider_runtime::resources::apply::{
+        ApplyError, ApplyReport, ApplySet, DeleteReport, DeletionPolicy, Entry, Member, MemberRef,
+        Readiness, ReadyCheck, readiness,
+    };
+}
 /// The Flux API types (`OCIRepository`, `HelmRepository`, `HelmRelease`) a provider declares to
 /// install a Helm chart ([`Context::helm_release`]).
 pub use service_provider_runtime::resources::flux;
@@ -97,9 +137,24 @@ pub use service_provider_runtime::{
     WorkerAccess, WorkerCredentials,
 };
 
-/// The embedded control plane and the simulated openMCP platform (feature `dev`).
+/// The simulated openMCP platform on the embedded control plane (or on real kube-apiservers)
+/// that the test kit ([`testing`]) and `<provider> dev` run on (feature `dev`): what a test names
+/// to look at the platform behind a [`testing::TestPlatform`].
 #[cfg(feature = "dev")]
-pub use service_provider_runtime::dev;
+pub mod dev {
+    pub use service_provider_runtime::dev::{
+        ClusterHandle, ControlPlaneRef, DevError, HostedCluster, Hosting, TestEnv,
+    };
+
+    /// The real kube-apiserver and etcd a test runs on when asked to
+    /// (`SERVICE_PROVIDER_TEST_BACKEND=kube-apiserver`).
+    pub mod realstack {
+        pub use service_provider_runtime::dev::realstack::{
+            BACKEND_VAR, Binaries, ETCD_VERSION, KEEP_DIRECTORIES_VAR, KUBERNETES_VERSION,
+            RealStackError,
+        };
+    }
+}
 
 #[cfg(feature = "dev")]
 pub mod testing;

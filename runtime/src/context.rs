@@ -33,7 +33,7 @@ pub struct Context<P: ServiceProvider> {
 
 impl<P: ServiceProvider> Context<P> {
     /// Assembles a context; fails when a workload cluster is required but missing.
-    pub fn new(
+    pub(crate) fn new(
         provider_config: Arc<P::ProviderConfig>,
         mcp: ClusterAccess,
         workload: Option<ClusterAccess>,
@@ -63,21 +63,21 @@ impl<P: ServiceProvider> Context<P> {
     }
 
     /// Events written by [`events`](Self::events) go to `events`.
-    pub fn with_events(mut self, events: ObjectEvents) -> Self {
+    pub(crate) fn with_events(mut self, events: ObjectEvents) -> Self {
         self.events = events;
         self
     }
 
     /// Server-side applies made through [`apply_set`](Self::apply_set) use `field_manager`
     /// (the runtime sets the provider name).
-    pub fn with_field_manager(mut self, field_manager: &str) -> Self {
+    pub(crate) fn with_field_manager(mut self, field_manager: &str) -> Self {
         self.field_manager = Arc::from(field_manager);
         self
     }
 
     /// The provider's own namespace on the platform cluster (`POD_NAMESPACE`), where the
     /// Secrets the ProviderConfig names live (the runtime sets it).
-    pub fn with_provider_namespace(mut self, namespace: &str) -> Self {
+    pub(crate) fn with_provider_namespace(mut self, namespace: &str) -> Self {
         self.provider_namespace = Arc::from(namespace);
         self
     }

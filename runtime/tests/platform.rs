@@ -1190,8 +1190,9 @@ async fn a_provider_can_be_left_for_its_own_init() -> TestResult {
             .await?
             .is_none()
     );
-    let sps =
-        Api::<service_provider_runtime::openmcp::ServiceProvider>::all(env.platform().client());
+    let sps = Api::<service_provider_runtime::openmcp::ServiceProviderObject>::all(
+        env.platform().client(),
+    );
     let sp = sps.get("foo").await?;
     assert!(
         sp.status
@@ -1215,7 +1216,7 @@ async fn a_provider_can_be_left_for_its_own_init() -> TestResult {
             &created,
         )
         .await?;
-    Api::<service_provider_runtime::openmcp::ServiceProvider>::all(provider)
+    Api::<service_provider_runtime::openmcp::ServiceProviderObject>::all(provider)
         .patch_status(
             "foo",
             &PatchParams::default(),

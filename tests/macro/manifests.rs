@@ -32,7 +32,7 @@ fn with_additions(
             version
                 .additional_printer_columns
                 .get_or_insert_default()
-                .extend(manifests::common_columns());
+                .extend(service_provider_runtime::manifests::common_columns());
         }
     }
     crd
@@ -118,7 +118,10 @@ fn service_crd_has_the_openmcp_shape() {
         velero::Velero::INFO.finalizer(),
         "velero.services.open-control-plane.io/finalizer"
     );
-    assert_eq!(manifests::COMMON_COLUMNS, ["Phase", "Ready", "Age"]);
+    assert_eq!(
+        service_provider_runtime::manifests::COMMON_COLUMNS,
+        ["Phase", "Ready", "Age"]
+    );
 }
 
 #[test]

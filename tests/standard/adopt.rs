@@ -15,11 +15,10 @@ use service_provider::kube::api::{
     ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
 use service_provider::openmcp::AccessRequest;
-use service_provider::openmcp::naming::{
-    request_labels, stable_mcp_namespace, stable_request_name,
-};
+use service_provider::openmcp::naming::{stable_mcp_namespace, stable_request_name};
 use service_provider::prelude::*;
 use service_provider::testing::{TestError, eventually};
+use service_provider_runtime::openmcp::naming::request_labels;
 
 use crate::common;
 

@@ -7,11 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 use service_provider::openmcp::AccessRequest;
-use service_provider::openmcp::naming::{
-    request_labels, stable_mcp_namespace, stable_request_name,
-};
+use service_provider::openmcp::naming::{stable_mcp_namespace, stable_request_name};
 use service_provider::prelude::*;
 use service_provider::testing::TestError;
+use service_provider_runtime::openmcp::naming::request_labels;
 
 use crate::common;
 

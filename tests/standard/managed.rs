@@ -10,7 +10,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use serde_json::json;
-use service_provider::dev::flux::FAIL_INSTALL_ANNOTATION;
 use service_provider::dev::{ClusterHandle, ControlPlaneRef, TestEnv};
 use service_provider::flux::{HelmRelease, OCIRepository};
 use service_provider::kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -21,6 +20,7 @@ use service_provider::openmcp::naming::stable_mcp_namespace;
 use service_provider::testing::registry_secret;
 use service_provider::{Identity, Location, ManagedResource, ResourcePhase};
 use service_provider_apiserver::LoggedRequest;
+use service_provider_runtime::dev::flux::FAIL_INSTALL_ANNOTATION;
 
 use crate::common::{self, TIMEOUT};
 use crate::eso::{ExternalSecretsOperator, ExternalSecretsOperatorProviderConfig};

@@ -16,9 +16,7 @@ use serde_json::json;
 use service_provider::dev::{ControlPlaneRef, TestEnv};
 use service_provider::kube::Api;
 use service_provider::kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use service_provider::openmcp::{
-    AccessRequest, ClusterRequest, ServiceProvider as ServiceProviderObject,
-};
+use service_provider::openmcp::{AccessRequest, ClusterRequest, ServiceProviderObject};
 
 use crate::common::{self, TIMEOUT};
 use crate::flaky::Flaky;

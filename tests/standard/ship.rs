@@ -4,7 +4,7 @@
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use service_provider::kube::core::GroupVersionKind;
-use service_provider::openmcp::ServiceProvider as ServiceProviderObject;
+use service_provider::openmcp::ServiceProviderObject;
 
 use crate::common;
 use crate::velero::{self, Velero};

@@ -27,15 +27,13 @@ use service_provider::kube::api::{
     ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
 use service_provider::kube::{Api, Resource};
-use service_provider::openmcp::naming::{
-    request_labels, stable_mcp_namespace, stable_request_name,
-};
+use service_provider::openmcp::naming::{stable_mcp_namespace, stable_request_name};
 use service_provider::openmcp::{
-    AccessRequest, ClusterRequest, PermissionsRequest, RoleRef, ServiceProvider as SpObject,
-    TokenConfig,
+    AccessRequest, ClusterRequest, PermissionsRequest, RoleRef, ServiceProviderObject, TokenConfig,
 };
 use service_provider::prelude::*;
 use service_provider::serde::Serialize;
+use service_provider_runtime::openmcp::naming::request_labels;
 
 use crate::common::{self, TIMEOUT};
 use crate::process::{Deployed, Operated};
@@ -439,7 +437,7 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
         .create(&PostParams::default(), &go_provider_config_crd())
         .await
         .unwrap();
-    let service_providers: Api<SpObject> = Api::all(env.platform().client());
+    let service_providers: Api<ServiceProviderObject> = Api::all(env.platform().client());
     service_providers
         .patch_status(
             PROVIDER,

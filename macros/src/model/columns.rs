@@ -7,7 +7,8 @@ use syn::DeriveInput;
 use super::options::{Column, did_you_mean};
 use super::{SpecField, error, names};
 
-/// Names of the printer columns the runtime adds (`service_provider::manifests::COMMON_COLUMNS`).
+/// Names of the printer columns the runtime adds
+/// (`service_provider_runtime::manifests::COMMON_COLUMNS`).
 const COMMON_COLUMNS: [&str; 3] = ["Phase", "Ready", "Age"];
 
 /// Where a printer column's JSON path points.

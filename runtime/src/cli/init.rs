@@ -27,7 +27,7 @@ use crate::error::Error;
 use crate::manifests::rbac;
 use crate::manifests::{CLUSTER_LABEL, provider_config_crd, service_crd};
 use crate::openmcp::constants::ONBOARDING_INIT_LOCAL_NAME;
-use crate::openmcp::{GroupVersionKind, ServiceProvider as ServiceProviderObject};
+use crate::openmcp::{GroupVersionKind, ServiceProviderObject};
 use crate::provider::ServiceProvider;
 use crate::tenant::ClusterAccess;
 

@@ -25,8 +25,8 @@ use crate::dev::kcp::{KcpEnv, KcpSetup};
 use crate::dev::operator::{HostedCluster, Operator, OperatorConfig};
 use crate::manifests::{Manifest, Place};
 use crate::openmcp::constants::{CLUSTER_LABEL, PHASE_PROGRESSING, PHASE_READY, PURPOSE_WORKLOAD};
-use crate::openmcp::{ControlPlane, ControlPlaneSpec, ServiceProvider};
-use crate::provider::{ProviderInfo, ServiceProvider as ServiceProviderType};
+use crate::openmcp::{ControlPlane, ControlPlaneSpec, ServiceProviderObject};
+use crate::provider::{ProviderInfo, ServiceProvider};
 
 /// How long `start` waits for clusters, CRDs and ControlPlanes by default.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -166,7 +166,7 @@ impl TestEnvBuilder {
     /// in `status.resources`, and a ServiceAccount on the platform bound to the generated
     /// platform ClusterRole (see [`ProviderEnv::platform_kubeconfig`]). The provider name is
     /// the Service API kind in lower case unless [`TestEnvBuilder::provider_name`] sets one.
-    pub fn provider<P: ServiceProviderType>(mut self) -> Self {
+    pub fn provider<P: ServiceProvider>(mut self) -> Self {
         let info = P::INFO;
         let name = self
             .provider
@@ -809,8 +809,8 @@ async fn setup_provider(
     }
 
     // The ServiceProvider, with the Service API registered as `init` registers it.
-    let sps = Api::<ServiceProvider>::all(pc.clone());
-    let sp = ServiceProvider::new(
+    let sps = Api::<ServiceProviderObject>::all(pc.clone());
+    let sp = ServiceProviderObject::new(
         &p.name,
         crate::openmcp::DeploymentSpec {
             image: format!("dev.local/{}:dev", p.name),

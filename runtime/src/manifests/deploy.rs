@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::Manifest;
 use crate::manifests::rbac::Place;
 use crate::openmcp::constants::CLUSTER_LABEL;
-use crate::openmcp::{DeploymentSpec, MetricsConfig, ServiceProvider as ServiceProviderObject};
+use crate::openmcp::{DeploymentSpec, MetricsConfig, ServiceProviderObject};
 use crate::provider::ServiceProvider;
 
 /// The port `run` serves `/metrics` on by default (`--metrics-bind-address :8080`), which is also

@@ -27,7 +27,8 @@ pub use common::{
 };
 pub use controlplane::{ControlPlane, ControlPlaneSpec, ControlPlaneStatus};
 pub use provider::{
-    DeploymentSpec, EnvVar, GroupVersionKind, MetricsConfig, ServiceProvider, ServiceProviderStatus,
+    DeploymentSpec, EnvVar, GroupVersionKind, MetricsConfig, ServiceProviderObject,
+    ServiceProviderStatus,
 };
 
 /// The CRDs of the platform cluster: ClusterRequest, AccessRequest, Cluster, ServiceProvider
@@ -37,7 +38,7 @@ pub fn platform_crds() -> Vec<CustomResourceDefinition> {
         ClusterRequest::crd(),
         AccessRequest::crd(),
         Cluster::crd(),
-        ServiceProvider::crd(),
+        ServiceProviderObject::crd(),
     ]
 }
 

@@ -16,6 +16,9 @@ use crate::openmcp::common::LocalObjectReference;
     group = "openmcp.cloud",
     version = "v1alpha1",
     kind = "ServiceProvider",
+    // The trait an author implements is `ServiceProvider`; the object that deploys a provider
+    // is named for what it is, so the two never meet in one scope.
+    root = "ServiceProviderObject",
     status = "ServiceProviderStatus",
     label("openmcp.cloud/cluster", "platform"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),

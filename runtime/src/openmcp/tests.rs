@@ -186,7 +186,7 @@ fn schemas_require_what_go_requires() {
         role_ref["properties"]["kind"]["enum"],
         json!(["Role", "ClusterRole"])
     );
-    let sp = schema(&ServiceProvider::crd());
+    let sp = schema(&ServiceProviderObject::crd());
     assert_eq!(sp["properties"]["spec"]["required"], json!(["image"]));
     assert_eq!(
         sp["properties"]["spec"]["properties"]["env"]["x-kubernetes-list-map-keys"],
@@ -238,7 +238,7 @@ fn a_status_without_observed_generation_reads() {
         (0, "")
     );
     assert!(status.is_pending(), "no phase: not answered yet");
-    let sp: ServiceProvider = serde_json::from_value(json!({
+    let sp: ServiceProviderObject = serde_json::from_value(json!({
         "apiVersion": "openmcp.cloud/v1alpha1",
         "kind": "ServiceProvider",
         "metadata": {"name": "velero"},
@@ -373,7 +373,7 @@ fn cluster_and_service_provider_read_the_go_objects() {
     assert_eq!(cluster.tenancy_count(), 2);
     assert_eq!(cluster.spec.tenancy, Tenancy::Shared);
 
-    let sp: ServiceProvider = round_trips(json!({
+    let sp: ServiceProviderObject = round_trips(json!({
         "apiVersion": "openmcp.cloud/v1alpha1",
         "kind": "ServiceProvider",
         "metadata": {"name": "velero"},

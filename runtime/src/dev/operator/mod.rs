@@ -33,7 +33,7 @@ use crate::openmcp::constants::{
     MCP_NAME_LABEL, MCP_NAMESPACE_LABEL, OPERATION_ANNOTATION, OPERATION_IGNORE,
     OPERATION_RECONCILE, PURPOSE_ONBOARDING, PURPOSE_PLATFORM,
 };
-use crate::openmcp::{AccessRequest, Cluster, ClusterRequest, ControlPlane, ServiceProvider};
+use crate::openmcp::{AccessRequest, Cluster, ClusterRequest, ControlPlane, ServiceProviderObject};
 use crate::queue::Queue;
 
 pub use controlplane::CONTROLLER_NAME as CONTROL_PLANE_CONTROLLER;
@@ -164,7 +164,7 @@ pub(crate) struct Stores {
     pub cluster_requests: Store<ClusterRequest>,
     pub access_requests: Store<AccessRequest>,
     pub clusters: Store<Cluster>,
-    pub service_providers: Store<ServiceProvider>,
+    pub service_providers: Store<ServiceProviderObject>,
     pub namespaces: Store<Namespace>,
 }
 
@@ -436,7 +436,7 @@ impl Operator {
         );
         spawn_watch(
             &shared,
-            Api::<ServiceProvider>::all(pc.clone()),
+            Api::<ServiceProviderObject>::all(pc.clone()),
             wc.clone(),
             sp_writer,
             |_, _, _| Vec::new(),
