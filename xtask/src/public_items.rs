@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
 use serde_json::Value;
@@ -29,8 +29,7 @@ pub(crate) fn run(root: &Path) -> Result<ExitCode> {
         .join("public-items");
     let mut docs = HashMap::new();
     for (package, features) in CRATES {
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .current_dir(root)
+        let status = crate::cargo()
             .env("RUSTC_BOOTSTRAP", "1")
             .env("CARGO_TARGET_DIR", &target)
             // The runtime alone picks no k8s-openapi version; the facade's default is this one.
@@ -47,14 +46,17 @@ pub(crate) fn run(root: &Path) -> Result<ExitCode> {
         let file = target.join("doc").join(format!("{name}.json"));
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("reading {}", file.display()))?;
-        let doc = Doc::parse(&text).with_context(|| format!("parsing {}", file.display()))?;
+        let doc =
+            Doc::parse(&name, &text).with_context(|| format!("parsing {}", file.display()))?;
         docs.insert(name, doc);
     }
     for (package, _) in CRATES {
-        let name = package.replace('-', "_");
-        let counted = docs[&name].count(&docs);
-        println!("{package}: {} public names", counted.total());
-        for (module, n) in &counted.by_module {
+        let counted = docs[&package.replace('-', "_")].count(&docs);
+        println!(
+            "{package}: {} public names",
+            counted.values().sum::<usize>()
+        );
+        for (module, n) in &counted {
             println!("  {n:>5}  {module}");
         }
     }
@@ -63,30 +65,28 @@ pub(crate) fn run(root: &Path) -> Result<ExitCode> {
 
 /// One crate's rustdoc JSON.
 struct Doc {
+    /// The crate's name (`service_provider_runtime`).
+    name: String,
     index: HashMap<String, Value>,
-    /// Item id → (crate name, path), for items of every crate this one names.
-    paths: HashMap<String, (String, Vec<String>)>,
+    /// Item id → where it is defined, for items of every crate this one names.
+    paths: HashMap<String, Summary>,
     /// Path → item id, for this crate's own items.
     by_path: HashMap<Vec<String>, String>,
-    /// Item id → kind (`module`, `struct`, …), for items of every crate this one names.
-    kinds: HashMap<String, String>,
     root: String,
 }
 
-/// Names counted, by the module of the crate they are reachable in.
-#[derive(Default)]
-struct Counted {
-    by_module: BTreeMap<String, usize>,
+/// An item's crate, path and kind (`module`, `struct`, …), from rustdoc's `paths`.
+struct Summary {
+    krate: String,
+    path: Vec<String>,
+    kind: String,
 }
 
-impl Counted {
-    fn total(&self) -> usize {
-        self.by_module.values().sum()
-    }
-}
+/// Names counted, by the module of the crate they are reachable in.
+type Counted = BTreeMap<String, usize>;
 
 impl Doc {
-    fn parse(text: &str) -> Result<Doc> {
+    fn parse(name: &str, text: &str) -> Result<Doc> {
         let json: Value = serde_json::from_str(text)?;
         let crates: HashMap<String, String> = json["external_crates"]
             .as_object()
@@ -96,7 +96,6 @@ impl Doc {
             .collect();
         let mut paths = HashMap::new();
         let mut by_path = HashMap::new();
-        let mut kinds = HashMap::new();
         for (id, summary) in json["paths"].as_object().context("no paths")? {
             let path: Vec<String> = summary["path"]
                 .as_array()
@@ -108,13 +107,15 @@ impl Doc {
             if krate == "0" {
                 by_path.insert(path.clone(), id.clone());
             }
-            if let Some(kind) = summary["kind"].as_str() {
-                kinds.insert(id.clone(), kind.to_owned());
-            }
-            let name = crates.get(&krate).cloned().unwrap_or_default();
-            paths.insert(id.clone(), (name, path));
+            let summary = Summary {
+                krate: crates.get(&krate).cloned().unwrap_or_default(),
+                path,
+                kind: summary["kind"].as_str().unwrap_or_default().to_owned(),
+            };
+            paths.insert(id.clone(), summary);
         }
         Ok(Doc {
+            name: name.to_owned(),
             index: json["index"]
                 .as_object()
                 .context("no index")?
@@ -123,7 +124,6 @@ impl Doc {
                 .collect(),
             paths,
             by_path,
-            kinds,
             root: json["root"].to_string(),
         })
     }
@@ -138,10 +138,7 @@ impl Doc {
                     .is_some_and(|target| self.is_module(&target.to_string())),
                 _ => false,
             },
-            None => self
-                .paths
-                .get(id)
-                .is_some_and(|_| self.kinds.get(id).is_some_and(|k| k == "module")),
+            None => self.paths.get(id).is_some_and(|s| s.kind == "module"),
         }
     }
 
@@ -158,22 +155,22 @@ impl Doc {
         id: &str,
         module: &str,
         docs: &HashMap<String, Doc>,
-        seen: &mut BTreeSet<(usize, String)>,
+        seen: &mut BTreeSet<(String, String)>,
         counted: &mut Counted,
     ) {
-        if !seen.insert((std::ptr::from_ref(self) as usize, id.to_owned())) {
+        if !seen.insert((self.name.clone(), id.to_owned())) {
             return;
         }
         let Some(item) = self.index.get(id) else {
             // Another crate's item: follow it into the runtime, count it once otherwise.
-            match self.paths.get(id) {
-                Some((krate, path)) if docs.contains_key(krate) && krate != "service_provider" => {
-                    let doc = &docs[krate];
+            let summary = self.paths.get(id);
+            match summary.and_then(|s| Some((docs.get(&s.krate)?, &s.path))) {
+                Some((doc, path)) => {
                     if let Some(local) = doc.by_path.get(path) {
                         doc.walk(local, module, docs, seen, counted);
                     }
                 }
-                _ => *counted.by_module.entry(module.to_owned()).or_default() += 1,
+                None => *counted.entry(module.to_owned()).or_default() += 1,
             }
             return;
         };
@@ -183,14 +180,12 @@ impl Doc {
         match kind.as_str() {
             "module" => {
                 let name = item["name"].as_str().unwrap_or("crate");
-                let here = if module == "crate" && id == self.root {
+                let here = if id == self.root {
                     "crate".to_owned()
                 } else {
+                    *counted.entry(module.to_owned()).or_default() += 1;
                     format!("{module}::{name}")
                 };
-                if id != self.root {
-                    *counted.by_module.entry(module.to_owned()).or_default() += 1;
-                }
                 // A name is counted where it is first reached: the items of a module before its
                 // submodules, so a prelude or a nested module does not claim the root's names.
                 let (modules, items): (Vec<String>, Vec<String>) = inner["items"]
@@ -224,7 +219,7 @@ impl Doc {
             }
             "struct" | "enum" | "union" | "trait" | "function" | "constant" | "static"
             | "type_alias" | "macro" | "proc_macro" | "trait_alias" => {
-                *counted.by_module.entry(module.to_owned()).or_default() += 1;
+                *counted.entry(module.to_owned()).or_default() += 1;
                 for impl_id in inner["impls"].as_array().into_iter().flatten() {
                     let Some(imp) = self.index.get(&impl_id.to_string()) else {
                         continue;
@@ -240,7 +235,7 @@ impl Doc {
                         .filter_map(|i| self.index.get(&i.to_string()))
                         .filter(|i| i["visibility"] == "public")
                         .count();
-                    *counted.by_module.entry(module.to_owned()).or_default() += public;
+                    *counted.entry(module.to_owned()).or_default() += public;
                 }
             }
             _ => {}
