@@ -111,6 +111,12 @@ pub fn from_storage(info: &ResourceInfo, obj: Value) -> Value {
         && let Value::Object(m) = &mut obj
     {
         rename(m, EVENT_FIELDS.iter().copied());
+        // Go writes these fields of events.k8s.io/v1 even when unset (a struct and two times
+        // without `omitzero`).
+        m.entry("deprecatedSource")
+            .or_insert_with(|| serde_json::json!({}));
+        m.entry("deprecatedFirstTimestamp").or_insert(Value::Null);
+        m.entry("deprecatedLastTimestamp").or_insert(Value::Null);
         // events.k8s.io/v1 requires eventTime; core events written by older clients lack it.
         if m.get("eventTime").is_none_or(Value::is_null) {
             let t = m
@@ -177,6 +183,44 @@ pub fn served_bytes(info: &ResourceInfo, obj: &StoredObject) -> Bytes {
     }
     let v = from_storage(info, obj.value());
     Bytes::from(crate::meta::to_json_go_order(&v).unwrap_or_default())
+}
+
+/// The stored object as an item of a served list: without `kind` and `apiVersion` for a built-in
+/// type, as kube-apiserver writes it (see [`ResourceInfo::typed`]).
+pub fn served_item_bytes(info: &ResourceInfo, obj: &StoredObject) -> Bytes {
+    let bytes = served_bytes(info, obj);
+    if !info.typed {
+        return bytes;
+    }
+    // Served bytes are in Go's order, TypeMeta first; anything else is rewritten.
+    let prefix = format!(
+        "{{\"kind\":{},\"apiVersion\":{},",
+        serde_json::Value::from(info.kind.as_str()),
+        serde_json::Value::from(info.api_version())
+    );
+    match bytes.strip_prefix(prefix.as_bytes()) {
+        Some(rest) => {
+            let mut out = Vec::with_capacity(rest.len() + 1);
+            out.push(b'{');
+            out.extend_from_slice(rest);
+            Bytes::from(out)
+        }
+        None => Bytes::from(
+            crate::meta::to_json_go_order(&served_item_value(info, obj)).unwrap_or_default(),
+        ),
+    }
+}
+
+/// [`served_item_bytes`] as a value.
+pub fn served_item_value(info: &ResourceInfo, obj: &StoredObject) -> Value {
+    let mut value = served_value(info, obj);
+    if info.typed
+        && let Some(map) = value.as_object_mut()
+    {
+        map.remove("kind");
+        map.remove("apiVersion");
+    }
+    value
 }
 
 /// The stored object as a served JSON value.

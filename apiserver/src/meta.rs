@@ -66,8 +66,10 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
 /// Parses a decimal resourceVersion; kube-apiserver answers 400 for anything else.
 pub fn parse_rv(rv: &str) -> Result<u64, crate::error::ApiError> {
     rv.parse::<u64>().map_err(|_| {
+        // Go's strconv error, as kube-apiserver quotes it.
         crate::error::ApiError::bad_request(format!(
-            "invalid resource version \"{rv}\": must be a decimal number"
+            "invalid resource version: resourceVersion: Invalid value: \"{rv}\": \
+             strconv.ParseUint: parsing \"{rv}\": invalid syntax"
         ))
     })
 }

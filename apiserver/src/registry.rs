@@ -135,6 +135,10 @@ pub struct ResourceInfo {
     pub source_uid: Option<String>,
     /// Whether this version is the preferred one of its group in discovery.
     pub deprecated: bool,
+    /// A built-in Go type: kube-apiserver writes the items of its lists without `kind` and
+    /// `apiVersion` (they are typed Go structs whose TypeMeta is empty), where the items of a
+    /// schema-served kind (CRDs, kcp's CRD-backed kinds) keep them.
+    pub typed: bool,
 }
 
 impl ResourceInfo {

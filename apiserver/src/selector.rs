@@ -252,8 +252,15 @@ impl FieldSelector {
                 && field != "metadata.namespace"
                 && !allowed.contains(&field)
             {
+                let mut known: Vec<String> = ["metadata.name", "metadata.namespace"]
+                    .iter()
+                    .chain(allowed)
+                    .map(|f| format!("{f:?}"))
+                    .collect();
+                known.dedup();
                 return Err(ApiError::bad_request(format!(
-                    "field label not supported: {field}"
+                    "{field:?} is not a known field selector: only {}",
+                    known.join(", ")
                 )));
             }
             requirements.push(FieldRequirement {
@@ -360,6 +367,9 @@ mod tests {
         }));
         assert_eq!(s.required_name(), Some("foo"));
         let e = FieldSelector::parse("spec.foo=bar", &[]).unwrap_err();
-        assert_eq!(e.message, "field label not supported: spec.foo");
+        assert_eq!(
+            e.message,
+            r#""spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace""#
+        );
     }
 }

@@ -671,21 +671,6 @@ fn default_crd(obj: &mut Value) {
         set_default(obj, "/spec/names/listKind", json!(format!("{kind}List")));
     }
     set_default(obj, "/spec/conversion/strategy", json!("None"));
-    if let Some(vs) = obj
-        .pointer_mut("/spec/versions")
-        .and_then(Value::as_array_mut)
-    {
-        for v in vs {
-            if let Some(cols) = v
-                .get_mut("additionalPrinterColumns")
-                .and_then(Value::as_array_mut)
-            {
-                for c in cols {
-                    set_default(c, "/priority", json!(0));
-                }
-            }
-        }
-    }
 }
 
 /// The status kube-apiserver's CRD controllers converge to: accepted names, `NamesAccepted` and

@@ -781,7 +781,7 @@ async fn kubectl_authenticates_with_client_certificates_and_prints_validation_er
     assert!(!ok);
     assert!(
         err.contains(r#"The Deployment "web" is invalid: "#)
-            && err.contains(r#"spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"other"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"#),
+            && err.contains(r#"spec.selector: Invalid value: {"matchLabels":{"app":"other"}}: field is immutable"#),
         "{err}"
     );
     let (ok, _, err) = k

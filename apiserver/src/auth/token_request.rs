@@ -254,7 +254,15 @@ pub fn create_token(
     if !out.get("metadata").is_some_and(Value::is_object) {
         out["metadata"] = json!({});
     }
+    // kube-apiserver answers with the ServiceAccount's identity in the request's metadata.
+    out["metadata"]["name"] = Value::from(name);
+    out["metadata"]["namespace"] = Value::from(namespace);
+    out["metadata"]["uid"] = Value::from(sa.uid.as_str());
+    out["metadata"]["creationTimestamp"] = Value::from(crate::meta::now_rfc3339());
     let mut spec = spec.clone();
+    if spec.get("boundObjectRef").is_none() {
+        spec["boundObjectRef"] = Value::Null;
+    }
     spec["audiences"] = json!(audiences);
     spec["expirationSeconds"] = json!(expiration);
     out["spec"] = spec;

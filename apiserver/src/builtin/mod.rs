@@ -529,6 +529,7 @@ fn build(t: &'static ApiType, preferred: &str) -> ResourceInfo {
         source: "builtin".into(),
         source_uid: None,
         deprecated: false,
+        typed: true,
     }
 }
 

@@ -77,6 +77,19 @@ fn with_type_meta(schema: &Value) -> Value {
     s
 }
 
+/// The verbs kube-apiserver's custom resource handler advertises, in its order
+/// (apiextensions-apiserver `customresource_handler.go`), which discovery shows as is.
+const CUSTOM_RESOURCE_VERBS: [&str; 8] = [
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+];
+
 /// The resources a CRD serves, one per served version.
 pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
     let group = s(crd, "/spec/group").to_string();
@@ -118,7 +131,14 @@ pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                         name: s(c, "/name").to_string(),
                         type_: s(c, "/type").to_string(),
                         format: s(c, "/format").to_string(),
-                        description: s(c, "/description").to_string(),
+                        // kube-apiserver's description for a column that has none.
+                        description: match s(c, "/description") {
+                            "" => format!(
+                                "Custom resource definition column (in JSONPath format): {}",
+                                s(c, "/jsonPath")
+                            ),
+                            given => given.to_string(),
+                        },
                         priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
                         json_path: s(c, "/jsonPath").to_string(),
                     })
@@ -148,7 +168,7 @@ pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
             namespaced: s(crd, "/spec/scope") == "Namespaced",
             short_names: strings(crd.pointer("/spec/names/shortNames")),
             categories: strings(crd.pointer("/spec/names/categories")),
-            verbs: crate::builtin::STANDARD_VERBS
+            verbs: CUSTOM_RESOURCE_VERBS
                 .iter()
                 .map(|v| v.to_string())
                 .collect(),
@@ -175,6 +195,7 @@ pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                 .get("deprecated")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            typed: false,
         }));
     }
     out

@@ -173,11 +173,37 @@ impl Ctx<'_> {
         match self.query.get("dryRun") {
             None | Some("") => Ok(false),
             Some("All") => Ok(true),
-            Some(other) => Err(ApiError::bad_request(format!(
-                "Invalid dry run value: {other}: supported values: \"All\""
-            ))),
+            Some(other) => Err(invalid_dry_run(&self.ri.verb, &[other])),
         }
     }
+}
+
+/// kube-apiserver's answer to a `dryRun` other than `All`: the request's options are invalid
+/// (apimachinery `ValidateDryRun`).
+pub(crate) fn invalid_dry_run(verb: &str, values: &[&str]) -> ApiError {
+    let kind = match verb {
+        "create" => "CreateOptions",
+        "update" => "UpdateOptions",
+        "patch" => "PatchOptions",
+        _ => "DeleteOptions",
+    };
+    let quoted: Vec<String> = values
+        .iter()
+        .map(|v| serde_json::Value::from(*v).to_string())
+        .collect();
+    ApiError::invalid(
+        "meta.k8s.io",
+        kind,
+        "",
+        vec![crate::error::Cause {
+            reason: "FieldValueNotSupported".into(),
+            message: format!(
+                "Unsupported value: [{}]: supported values: \"All\"",
+                quoted.join(",")
+            ),
+            field: "dryRun".into(),
+        }],
+    )
 }
 
 /// Whether a resource's objects have a protobuf encoding: built-in kinds whose message is known
@@ -293,10 +319,26 @@ async fn handle_inner(
             .authorize(target, &user, &Attributes::non_resource(&ri.verb, path))?;
         return discovery::non_resource(target, method, headers, path, ri).await;
     }
-    let info = target
+    let Some(info) = target
         .surface
         .lookup(target, &ri.group, &ri.version, &ri.resource)
-        .ok_or_else(ApiError::no_route)?;
+    else {
+        let served = target
+            .surface
+            .groups(target)
+            .iter()
+            .any(|g| g.name == ri.group && g.versions.contains(&ri.version));
+        if served {
+            return Err(ApiError::no_route());
+        }
+        // No handler is installed for a group version nobody serves: kube-apiserver's mux
+        // answers with Go's plain 404 page, not a Status.
+        return Ok(response::text_response(
+            404,
+            "404 page not found\n",
+            "text/plain; charset=utf-8",
+        ));
+    };
     let accept = headers
         .get(http::header::ACCEPT)
         .and_then(|v| v.to_str().ok());

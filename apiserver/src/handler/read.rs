@@ -59,6 +59,13 @@ pub(crate) fn get(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
             &scale_of(&cx.info, &convert::served_value(&cx.info, &obj)),
             cx.output,
         )),
+        // A custom resource's handler answers a subresource its CRD does not declare as if the
+        // object were missing.
+        _ if cx.info.strategy == crate::registry::Strategy::Custom => Err(ApiError::not_found(
+            &cx.info.group,
+            &cx.info.resource,
+            &cx.ri.name,
+        )),
         _ => Err(ApiError::no_route()),
     }
 }
@@ -459,7 +466,7 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
                 if i > 0 {
                     buf.push(b',');
                 }
-                buf.extend_from_slice(&convert::served_bytes(&info, o));
+                buf.extend_from_slice(&convert::served_item_bytes(&info, o));
             }
             buf.extend_from_slice(b"]}");
             Ok(bytes_response(200, Bytes::from(buf), out))

@@ -115,7 +115,7 @@ impl Encoder {
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
-        let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+        let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
@@ -156,20 +156,6 @@ pub(crate) fn watch(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
                     reason: "FieldValueForbidden".into(),
                     message: "Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan".into(),
                     field: "sendInitialEvents".into(),
-                }],
-            ));
-        }
-        if send_initial == Some(true) && !bookmarks {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "ListOptions",
-                "",
-                vec![crate::error::Cause {
-                    reason: "FieldValueForbidden".into(),
-                    message:
-                        "Forbidden: sendInitialEvents requires setting allowWatchBookmarks=true"
-                            .into(),
-                    field: "allowWatchBookmarks".into(),
                 }],
             ));
         }
@@ -232,7 +218,8 @@ pub(crate) fn watch(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
             stream,
             encoder,
             bookmarks,
-            send_initial == Some(true),
+            // The end of the initial events is a bookmark: sent only to a client that takes them.
+            send_initial == Some(true) && bookmarks,
             timeout,
         ),
         // kube-apiserver answers a too-old resourceVersion with 200 and one ERROR event.

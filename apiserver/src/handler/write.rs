@@ -390,9 +390,8 @@ fn delete_options(cx: &Ctx<'_>, body: &Bytes) -> ApiResult<DeleteOptions> {
         if let Some(d) = v.get("dryRun").and_then(Value::as_array)
             && d.iter().any(|x| x != "All")
         {
-            return Err(ApiError::bad_request(
-                "Invalid dry run value: supported values: \"All\"",
-            ));
+            let values: Vec<&str> = d.iter().filter_map(Value::as_str).collect();
+            return Err(super::invalid_dry_run("delete", &values));
         }
     }
     if policy.is_some() && orphan.is_some() {
@@ -481,16 +480,21 @@ pub(crate) fn delete_collection(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response
             },
         ) {
             Ok(Deleted::Gone(d) | Deleted::Pending(d)) => {
-                items.push(convert::served_value(&cx.info, &d))
+                items.push(convert::served_item_value(&cx.info, &d))
             }
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
         }
     }
+    let mut metadata = json!({"resourceVersion": cx.target.shard.store().current_rv().to_string()});
+    if !cx.info.typed {
+        // An unstructured list keeps the empty continue token a typed one omits.
+        metadata["continue"] = json!("");
+    }
     let l = json!({
         "apiVersion": cx.info.api_version(),
         "kind": cx.info.list_kind,
-        "metadata": {"resourceVersion": cx.target.shard.store().current_rv().to_string()},
+        "metadata": metadata,
         "items": items,
     });
     Ok(value_response(200, &l, cx.output))

@@ -599,7 +599,7 @@ impl Structural {
             if blocking {
                 errors.push(FieldError::invalid(
                     "",
-                    BadValue::Json(Value::Null),
+                    BadValue::Rendered("null".into()),
                     "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
                 ));
             } else {
@@ -1280,7 +1280,7 @@ mod tests {
             errs(&s, json!({"spec": {"minReplicas": "x", "maxReplicas": 2}})),
             [
                 "spec.minReplicas: Invalid value: \"string\": spec.minReplicas in body must be of type integer: \"string\"",
-                "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+                "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
             ]
         );
     }

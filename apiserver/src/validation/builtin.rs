@@ -498,64 +498,67 @@ fn show(v: &Value, shown: Shown) -> BadValue {
     }
 }
 
-/// Go's `%#v` of a `map[string]string` (keys sorted, as fmt prints maps).
+/// A `map[string]string` as kube-apiserver shows a bad value since 1.34: JSON, keys sorted (as
+/// Go's encoder writes maps), `null` when unset.
 fn go_string_map(v: Option<&Value>) -> String {
     match v.and_then(Value::as_object) {
-        None => "map[string]string(nil)".to_string(),
+        None => "null".to_string(),
         Some(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
             keys.sort();
             let inner: Vec<String> = keys
                 .into_iter()
-                .map(|k| {
-                    format!(
-                        "{}:{}",
-                        go_quote(k),
-                        go_quote(m[k].as_str().unwrap_or_default())
-                    )
-                })
+                .map(|k| format!("{}:{}", Value::from(k.as_str()), m[k]))
                 .collect();
-            format!("map[string]string{{{}}}", inner.join(", "))
+            format!("{{{}}}", inner.join(","))
         }
     }
 }
 
-/// Go's `%#v` of a `metav1.LabelSelector`, the value kube shows for a changed selector:
-/// `v1.LabelSelector{MatchLabels:map[string]string{"app":"a"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}`.
+/// A `metav1.LabelSelector` as kube-apiserver shows a changed selector since 1.34: Go's JSON of
+/// the struct, fields in declaration order, empty ones omitted:
+/// `{"matchLabels":{"app":"a"}}`.
 fn go_label_selector(v: &Value) -> String {
     if v.is_null() {
         return "null".to_string();
     }
-    let exprs = match v.get("matchExpressions").and_then(Value::as_array) {
-        None => "[]v1.LabelSelectorRequirement(nil)".to_string(),
-        Some(items) => {
-            let inner: Vec<String> = items
-                .iter()
-                .map(|e| {
-                    let values = match e.get("values").and_then(Value::as_array) {
-                        None => "[]string(nil)".to_string(),
-                        Some(vs) => format!(
-                            "[]string{{{}}}",
-                            vs.iter()
-                                .map(|s| go_quote(s.as_str().unwrap_or_default()))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    };
-                    format!(
-                        "v1.LabelSelectorRequirement{{Key:{}, Operator:{}, Values:{values}}}",
-                        go_quote(str_at(e, "/key")),
-                        go_quote(str_at(e, "/operator")),
-                    )
-                })
-                .collect();
-            format!("[]v1.LabelSelectorRequirement{{{}}}", inner.join(", "))
-        }
-    };
-    format!(
-        "v1.LabelSelector{{MatchLabels:{}, MatchExpressions:{exprs}}}",
-        go_string_map(v.get("matchLabels"))
-    )
+    let mut fields = Vec::new();
+    if v.get("matchLabels")
+        .and_then(Value::as_object)
+        .is_some_and(|m| !m.is_empty())
+    {
+        fields.push(format!(
+            "\"matchLabels\":{}",
+            go_string_map(v.get("matchLabels"))
+        ));
+    }
+    if let Some(items) = v
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .filter(|items| !items.is_empty())
+    {
+        let inner: Vec<String> = items
+            .iter()
+            .map(|e| {
+                let mut out = format!(
+                    "{{\"key\":{},\"operator\":{}",
+                    Value::from(str_at(e, "/key")),
+                    Value::from(str_at(e, "/operator"))
+                );
+                if let Some(values) = e
+                    .get("values")
+                    .and_then(Value::as_array)
+                    .filter(|vs| !vs.is_empty())
+                {
+                    out.push_str(&format!(",\"values\":{}", Value::Array(values.clone())));
+                }
+                out.push('}');
+                out
+            })
+            .collect();
+        fields.push(format!("\"matchExpressions\":[{}]", inner.join(",")));
+    }
+    format!("{{{}}}", fields.join(","))
 }
 
 fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
@@ -1854,11 +1857,12 @@ fn binding(obj: &Value, old: Option<&Value>, namespaced: bool, errs: &mut Vec<Fi
             ["apiGroup", "kind", "name"].map(|f| str_at(v, &format!("/roleRef/{f}")).to_string())
         };
         if role_ref(obj) != role_ref(old) {
-            let [g, k, n] = role_ref(obj).map(|s| go_quote(&s));
+            // Go's JSON of the internal rbac.RoleRef, which has no JSON tags.
+            let [g, k, n] = role_ref(obj).map(Value::from);
             errs.push(FieldError::invalid(
                 "roleRef",
-                BadValue::Rendered(format!("rbac.RoleRef{{APIGroup:{g}, Kind:{k}, Name:{n}}}")),
-                "cannot change roleRef",
+                BadValue::Rendered(format!(r#"{{"APIGroup":{g},"Kind":{k},"Name":{n}}}"#)),
+                "field is immutable",
             ));
         }
     }
@@ -1979,13 +1983,13 @@ mod tests {
     fn label_selectors_print_as_go_does() {
         assert_eq!(
             go_label_selector(&json!({"matchLabels": {"b": "2", "a": "1"}})),
-            "v1.LabelSelector{MatchLabels:map[string]string{\"a\":\"1\", \"b\":\"2\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}"
+            r#"{"matchLabels":{"a":"1","b":"2"}}"#
         );
         assert_eq!(
             go_label_selector(
                 &json!({"matchExpressions": [{"key": "k", "operator": "In", "values": ["x"]}]})
             ),
-            "v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:\"k\", Operator:\"In\", Values:[]string{\"x\"}}}}"
+            r#"{"matchExpressions":[{"key":"k","operator":"In","values":["x"]}]}"#
         );
     }
 

@@ -231,7 +231,10 @@ async fn list_selectors_and_pagination() {
     let s = status(e);
     assert_eq!(
         (s.code, s.message.as_str()),
-        (400, "field label not supported: spec.x")
+        (
+            400,
+            r#""spec.x" is not a known field selector: only "metadata.name", "metadata.namespace""#
+        )
     );
 
     // Pages of two, continued until done; all objects seen once.

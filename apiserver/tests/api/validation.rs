@@ -223,7 +223,7 @@ async fn workload_selectors_are_immutable_and_must_select_their_template() {
         [cause(
             "spec.template.metadata.labels",
             "FieldValueInvalid",
-            "Invalid value: map[string]string{\"app\":\"b\"}: `selector` does not match template `labels`"
+            r#"Invalid value: {"app":"b"}: `selector` does not match template `labels`"#
         )]
     );
     let e = deployments
@@ -238,7 +238,7 @@ async fn workload_selectors_are_immutable_and_must_select_their_template() {
         [cause(
             "spec.selector",
             "FieldValueInvalid",
-            "Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment"
+            "Invalid value: {}: empty selector is invalid for deployment"
         )]
     );
     deployments
@@ -261,7 +261,7 @@ async fn workload_selectors_are_immutable_and_must_select_their_template() {
     assert_eq!(s.code, 422);
     assert_eq!(
         s.message,
-        "Deployment.apps \"d\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"a\", \"v\":\"1\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"
+        r#"Deployment.apps "d" is invalid: spec.selector: Invalid value: {"matchLabels":{"app":"a","v":"1"}}: field is immutable"#
     );
     // The template may change as long as it stays selected.
     replace(&deployments, "d", |v| {
@@ -1448,7 +1448,7 @@ async fn rbac_rules_and_bindings_are_checked() {
         [cause(
             "roleRef",
             "FieldValueInvalid",
-            "Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"other\"}: cannot change roleRef"
+            r#"Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"ClusterRole","Name":"other"}: field is immutable"#
         )]
     );
 

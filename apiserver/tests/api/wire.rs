@@ -137,10 +137,8 @@ async fn objects_and_lists_come_in_gos_key_order() {
         list.starts_with(r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"#),
         "{list}"
     );
-    assert!(
-        list.contains(r#"[{"kind":"ConfigMap","apiVersion":"v1","metadata":{"#),
-        "{list}"
-    );
+    // Items of a built-in kind are typed Go structs in kube-apiserver: no TypeMeta of their own.
+    assert!(list.contains(r#""items":[{"metadata":{"#), "{list}");
     let (_, status) = send(
         &c,
         "GET",
