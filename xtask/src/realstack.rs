@@ -67,9 +67,9 @@ pub(crate) fn test_real(root: &Path) -> anyhow::Result<ExitCode> {
     let dir = assets(root)?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     // Every test that starts real kube-apiservers, by target and name filter: the launcher's
-    // own, the macro's rules and the hello example, and the end-to-end suites and the test kit's examples, whose
+    // own, the differential corpus, the macro's rules and the hello example, and the end-to-end suites and the test kit's examples, whose
     // simulated platform runs on real kube-apiservers under SERVICE_PROVIDER_TEST_BACKEND.
-    let suites: [&[&str]; 5] = [
+    let suites: [&[&str]; 6] = [
         &[
             "-p",
             "service-provider-runtime",
@@ -77,6 +77,15 @@ pub(crate) fn test_real(root: &Path) -> anyhow::Result<ExitCode> {
             "dev",
             "--test",
             "realstack",
+        ],
+        // The embedded server answers the differential corpus as kube-apiserver does.
+        &[
+            "-p",
+            "service-provider-runtime",
+            "--features",
+            "dev",
+            "--test",
+            "conformance",
         ],
         &[
             "-p",
