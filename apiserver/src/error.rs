@@ -323,9 +323,12 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         });
+        // `reason` is omitted when empty, as metav1.Status writes it.
+        if !self.reason.is_empty() {
+            s["reason"] = json!(self.reason);
+        }
         if let Some(d) = &self.details {
             s["details"] = d.clone();
         }

@@ -49,6 +49,7 @@ pub mod openapi;
 pub mod patch;
 pub mod patching;
 pub mod protobuf;
+mod recording;
 pub mod registry;
 pub mod request;
 pub mod schema;

@@ -1,4 +1,5 @@
-//! Repository tasks: `cargo xtask crds` (generate and check the examples' manifests),
+//! Repository tasks: `cargo xtask corpus` (what of the suites' requests the differential
+//! corpus covers), `cargo xtask crds` (generate and check the examples' manifests),
 //! `cargo xtask builtins` (the embedded API server's built-in types, from k8s-openapi),
 //! `cargo xtask macro-cost` (what `#[service_provider]` costs at compile time), `cargo xtask
 //! modules` (the runtime's import graph, without circles), `cargo xtask protobuf` (the embedded API
@@ -7,6 +8,7 @@
 //! built from Go modules for tests).
 
 mod builtins;
+mod corpus;
 mod crds;
 mod macro_cost;
 mod modules;
@@ -28,6 +30,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the end-to-end suites and the kubectl battery on the embedded server recording every
+    /// request, and print the request shapes the differential corpus
+    /// (runtime/tests/conformance/corpus.yaml) does not cover.
+    Corpus {
+        /// Read this recording (JSON lines) instead of running the suites.
+        #[arg(long)]
+        recording: Option<PathBuf>,
+    },
     /// Write every example's manifests into manifests/EXAMPLE/.
     Crds {
         /// Change nothing; fail and name the files that are missing, stale or extra.
@@ -78,6 +88,7 @@ enum Command {
 fn main() -> ExitCode {
     let root = workspace_root();
     let result = match Cli::parse().command {
+        Command::Corpus { recording } => corpus::run(&root, recording.as_deref()),
         Command::Crds { check } => crds::run(&root, check),
         Command::Builtins { check } => builtins::run(&root, check),
         Command::MacroCost { runs, expansions } => macro_cost::run(&root, runs, expansions),

@@ -373,6 +373,10 @@ fn policy(group: &str, plural: &str) -> Policy {
             generation: true,
             ..PLAIN
         },
+        ("networking.k8s.io", "ipaddresses") => Policy {
+            short: &["ip"],
+            ..PLAIN
+        },
         ("networking.k8s.io", "networkpolicies") => Policy {
             short: &["netpol"],
             generation: true,
@@ -465,8 +469,8 @@ const GROUP_ORDER: &[&str] = &[
     "coordination.k8s.io",
     "node.k8s.io",
     "discovery.k8s.io",
-    "flowcontrol.apiserver.k8s.io",
     "resource.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
     "storagemigration.k8s.io",
 ];
 
@@ -547,8 +551,14 @@ pub fn builtins() -> Arc<ApiSet> {
                 .position(|x| *x == g)
                 .unwrap_or(GROUP_ORDER.len())
         };
-        // Stable: within a group, k8s-openapi's (alphabetical) order.
-        served.sort_by(|a, b| rank(a.group).cmp(&rank(b.group)).then(a.group.cmp(b.group)));
+        // Within a group by resource name, as kube-apiserver lists them (`clusterrolebindings`
+        // before `clusterroles`); stable, so a resource's versions keep k8s-openapi's order.
+        served.sort_by(|a, b| {
+            rank(a.group)
+                .cmp(&rank(b.group))
+                .then(a.group.cmp(b.group))
+                .then(a.plural.cmp(b.plural))
+        });
         let preferred = |t: &ApiType| {
             served
                 .iter()

@@ -18,9 +18,16 @@ pub(super) fn version() -> Value {
     let (major, minor) = crate::builtin::KUBERNETES_VERSION
         .split_once('.')
         .unwrap_or(("1", "0"));
+    // The version it emulates is its own, and it is compatible with the minor before it, as
+    // kube-apiserver says of itself since 1.31 (compatibility versions).
+    let previous = minor.parse::<u32>().map_or(0, |m| m.saturating_sub(1));
     json!({
         "major": major,
         "minor": minor,
+        "emulationMajor": major,
+        "emulationMinor": minor,
+        "minCompatibilityMajor": major,
+        "minCompatibilityMinor": previous.to_string(),
         "gitVersion": format!("v{major}.{minor}.0-service-provider"),
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
@@ -181,9 +188,19 @@ fn aggregated_group(g: &GroupInfo) -> Value {
         .iter()
         .map(|v| {
             let resources: Vec<Value> = g.resources.get(v).into_iter().flatten().map(|i| {
+                // A built-in's response kinds leave out the group and version they share with the
+                // resource (the endpoint installer's); a CRD's name them (the CRD discovery
+                // controller's).
+                let response_kind = |group: &str, version: &str, kind: &str| {
+                    if i.typed && group == i.group && version == i.version {
+                        json!({"group": "", "version": "", "kind": kind})
+                    } else {
+                        json!({"group": group, "version": version, "kind": kind})
+                    }
+                };
                 let mut r = json!({
                     "resource": i.resource,
-                    "responseKind": {"group": i.group, "version": i.version, "kind": i.kind},
+                    "responseKind": response_kind(&i.group, &i.version, &i.kind),
                     "scope": if i.namespaced { "Namespaced" } else { "Cluster" },
                     "singularResource": i.singular,
                     "verbs": i.verbs,
@@ -198,7 +215,7 @@ fn aggregated_group(g: &GroupInfo) -> Value {
                     .into_iter()
                     .map(|(name, kind, gv, verbs)| {
                         let (sg, sv) = gv.map(|(a, b)| (a.to_string(), b.to_string())).unwrap_or((i.group.clone(), i.version.clone()));
-                        json!({"subresource": name, "responseKind": {"group": sg, "version": sv, "kind": kind}, "verbs": verbs})
+                        json!({"subresource": name, "responseKind": response_kind(&sg, &sv, &kind), "verbs": verbs})
                     })
                     .collect();
                 if !subs.is_empty() {
@@ -209,7 +226,7 @@ fn aggregated_group(g: &GroupInfo) -> Value {
             json!({"version": v, "resources": resources, "freshness": "Current"})
         })
         .collect();
-    let mut meta = json!({"creationTimestamp": null});
+    let mut meta = json!({});
     if !g.name.is_empty() {
         meta["name"] = json!(g.name);
     }

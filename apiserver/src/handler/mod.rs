@@ -242,6 +242,7 @@ pub(crate) async fn read_body(body: hyper::body::Incoming) -> ApiResult<Bytes> {
 /// Handles one request for a resolved target. `path` is the request path below any routing prefix.
 pub async fn handle(target: Target, req: Request<Bytes>, path: &str) -> Response<Body> {
     let (parts, body) = req.into_parts();
+    crate::recording::record(&parts.method, path, parts.uri.query(), &parts.headers);
     let query = Query::parse(parts.uri.query());
     let ri = RequestInfo::parse(&parts.method, path, &query);
     // Errors after content negotiation are answered in the negotiated encoding.

@@ -348,15 +348,19 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
     let info = cx.info.clone();
     let list_rv = store
         .scan_at(&info.store, snapshot, cluster, ns, after.as_ref(), |o| {
-            if !sel.matches(&info, o) {
-                return true;
-            }
+            // Once the page is full, any object after it means more, matching or not: like
+            // etcd's range, kube-apiserver does not look ahead for a match, so a selective list
+            // may end with a continue token and an empty last page.
             if limit > 0 && items.len() == limit {
                 more = true;
-                remaining += 1;
+                if count_rest {
+                    remaining += 1;
+                }
                 return count_rest;
             }
-            items.push(o.clone());
+            if sel.matches(&info, o) {
+                items.push(o.clone());
+            }
             true
         })
         .map_err(|e| match (e, at) {
@@ -457,6 +461,9 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
                 buf.extend_from_slice(b",\"continue\":\"");
                 buf.extend_from_slice(c.as_bytes());
                 buf.push(b'"');
+            } else if !info.typed {
+                // An unstructured list keeps the empty continue token a typed one omits.
+                buf.extend_from_slice(b",\"continue\":\"\"");
             }
             if let Some(n) = remaining {
                 buf.extend_from_slice(format!(",\"remainingItemCount\":{n}").as_bytes());

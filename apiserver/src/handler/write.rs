@@ -345,8 +345,23 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         if new.pointer("/metadata/resourceVersion").is_none() {
             crate::meta::set_meta(&mut new, "resourceVersion", Some(json!(cur_rv)));
         }
+        // A custom resource's JSON and merge patches are checked strictly on the patched JSON,
+        // which kube-apiserver quotes in its answer.
+        let strict_patched = (cx.info.strategy == Strategy::Custom
+            && matches!(fmt, BodyFormat::MergePatch | BodyFormat::JsonPatch)
+            && cx.query.get("fieldValidation") == Some("Strict"))
+        .then(|| new.clone());
         match a.update_with_manager(&cx.info, ns, name, new, sub, recorded) {
             Err(e) if e.code == 409 && e.reason == "Conflict" && !patch_set_rv => continue,
+            Err(e) if e.code == 400 && strict_patched.is_some() => {
+                return Err(match e.message.find("strict decoding error: ") {
+                    Some(at) => strict_patch_error(
+                        strict_patched.as_ref().unwrap_or(&Value::Null),
+                        &e.message[at..],
+                    ),
+                    None => e,
+                });
+            }
             Err(e) => return Err(e),
             Ok(o) => {
                 return Ok(with_warnings(
@@ -356,6 +371,25 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
             }
         }
     }
+}
+
+/// kube-apiserver's answer to a JSON or merge patch of a custom resource whose result has fields
+/// the schema does not know, under `fieldValidation=Strict`: the patch is invalid, shown as the
+/// patched object in Go's JSON (map keys sorted, as serde_json writes them).
+fn strict_patch_error(patched: &Value, strict: &str) -> ApiError {
+    ApiError::invalid(
+        "",
+        "",
+        "",
+        vec![crate::error::Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!(
+                "Invalid value: {}: {strict}",
+                crate::error::go_quote(&patched.to_string())
+            ),
+            field: "patch".into(),
+        }],
+    )
 }
 
 fn delete_options(cx: &Ctx<'_>, body: &Bytes) -> ApiResult<DeleteOptions> {

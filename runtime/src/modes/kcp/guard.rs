@@ -17,8 +17,12 @@ use crate::error::Error;
 pub const REASON_WORKLOADS: &str = "WorkloadsNotServedInWorkspace";
 /// The cause the rewritten 404 carries, by which [`classify`] recognises it.
 const CAUSE: &str = "NotServedInKcpWorkspace";
-/// kube-apiserver's message for a resource type it does not serve.
+/// kube-apiserver's message for a resource type it does not serve in a group version it serves
+/// (the core group's `pods` in a workspace).
 const NOT_SERVED: &str = "the server could not find the requested resource";
+/// The plain-text page kube-apiserver's mux answers for a group version nobody serves (`apps/v1`
+/// in a workspace): not a Status.
+const NOT_ROUTED: &[u8] = b"404 page not found";
 
 /// Built-in resources that run or expose workloads, which kcp does not serve: the core group's
 /// and whole groups.
@@ -91,13 +95,18 @@ impl tower::Service<Request<Body>> for Guard {
                     Ok(response)
                 }
                 StatusCode::NOT_FOUND if workload.is_some() => {
-                    let (parts, body) = response.into_parts();
+                    let (mut parts, body) = response.into_parts();
                     let bytes = body.collect_bytes().await?;
                     let (group, version, resource) = workload.unwrap_or_default();
-                    let not_served = serde_json::from_slice::<serde_json::Value>(&bytes)
-                        .ok()
-                        .is_some_and(|status| status["message"] == NOT_SERVED);
+                    let not_served = bytes.starts_with(NOT_ROUTED)
+                        || serde_json::from_slice::<serde_json::Value>(&bytes)
+                            .ok()
+                            .is_some_and(|status| status["message"] == NOT_SERVED);
                     let bytes = if not_served {
+                        parts.headers.insert(
+                            http::header::CONTENT_TYPE,
+                            http::HeaderValue::from_static("application/json"),
+                        );
                         explain(&cluster, &group, &version, &resource)
                     } else {
                         bytes.to_vec()
