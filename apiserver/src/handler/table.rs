@@ -36,7 +36,11 @@ struct Col {
 }
 
 const NAME_DESC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
-const AGE_DESC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.";
+/// `metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]`, which kube's printers and the custom
+/// resource table convertor give the Age column.
+const AGE_DESC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+/// `v1.ConfigMap{}.SwaggerDoc()["data"]`, the description of ConfigMap's Data column.
+const CONFIG_MAP_DATA_DESC: &str = "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.";
 
 const fn col(name: &'static str, type_: &'static str) -> Col {
     Col {
@@ -160,13 +164,23 @@ fn builtin_columns(info: &ResourceInfo) -> Option<(Vec<Col>, Cells)> {
                 age(v.pointer("/metadata/creationTimestamp")),
             ]
         }),
-        ("", "configmaps") => (vec![NAME, col("Data", "string"), AGE], |v| {
+        ("", "configmaps") => (
             vec![
-                json!(s(v, "/metadata/name")),
-                json!(count(v, "/data") + count(v, "/binaryData")),
-                age(v.pointer("/metadata/creationTimestamp")),
-            ]
-        }),
+                NAME,
+                Col {
+                    description: CONFIG_MAP_DATA_DESC,
+                    ..col("Data", "string")
+                },
+                AGE,
+            ],
+            |v| {
+                vec![
+                    json!(s(v, "/metadata/name")),
+                    json!(count(v, "/data") + count(v, "/binaryData")),
+                    age(v.pointer("/metadata/creationTimestamp")),
+                ]
+            },
+        ),
         ("", "secrets") => (
             vec![NAME, col("Type", "string"), col("Data", "string"), AGE],
             |v| {
