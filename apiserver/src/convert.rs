@@ -185,36 +185,54 @@ pub fn served_bytes(info: &ResourceInfo, obj: &StoredObject) -> Bytes {
     Bytes::from(crate::meta::to_json_go_order(&v).unwrap_or_default())
 }
 
-/// The stored object as an item of a served list: without `kind` and `apiVersion` for a built-in
-/// type, as kube-apiserver writes it (see [`ResourceInfo::typed`]).
-pub fn served_item_bytes(info: &ResourceInfo, obj: &StoredObject) -> Bytes {
-    let bytes = served_bytes(info, obj);
-    if !info.typed {
-        return bytes;
+/// Writes stored objects as the items of one served list: without `kind` and `apiVersion` for a
+/// built-in type, as kube-apiserver writes them (see [`ResourceInfo::typed`]).
+pub struct ServedItems<'a> {
+    info: &'a ResourceInfo,
+    /// The TypeMeta a built-in's served bytes begin with (Go's order puts it first), which its
+    /// list items leave out; `None` for a custom resource, whose items keep it.
+    type_meta: Option<Vec<u8>>,
+}
+
+impl<'a> ServedItems<'a> {
+    /// The writer of `info`'s list items.
+    pub fn new(info: &'a ResourceInfo) -> Self {
+        let type_meta = info.typed().then(|| {
+            format!(
+                "{{\"kind\":{},\"apiVersion\":{},",
+                Value::from(info.kind.as_str()),
+                Value::from(info.api_version())
+            )
+            .into_bytes()
+        });
+        ServedItems { info, type_meta }
     }
-    // Served bytes are in Go's order, TypeMeta first; anything else is rewritten.
-    let prefix = format!(
-        "{{\"kind\":{},\"apiVersion\":{},",
-        serde_json::Value::from(info.kind.as_str()),
-        serde_json::Value::from(info.api_version())
-    );
-    match bytes.strip_prefix(prefix.as_bytes()) {
-        Some(rest) => {
-            let mut out = Vec::with_capacity(rest.len() + 1);
-            out.push(b'{');
-            out.extend_from_slice(rest);
-            Bytes::from(out)
+
+    /// Appends `obj` as an item to `out`.
+    pub fn write(&self, obj: &StoredObject, out: &mut Vec<u8>) {
+        let bytes = served_bytes(self.info, obj);
+        let Some(type_meta) = &self.type_meta else {
+            out.extend_from_slice(&bytes);
+            return;
+        };
+        match bytes.strip_prefix(type_meta.as_slice()) {
+            Some(rest) => {
+                out.push(b'{');
+                out.extend_from_slice(rest);
+            }
+            // Stored in another order: rewritten.
+            None => out.extend_from_slice(
+                &crate::meta::to_json_go_order(&served_item_value(self.info, obj))
+                    .unwrap_or_default(),
+            ),
         }
-        None => Bytes::from(
-            crate::meta::to_json_go_order(&served_item_value(info, obj)).unwrap_or_default(),
-        ),
     }
 }
 
-/// [`served_item_bytes`] as a value.
+/// An item of a served list (see [`ServedItems`]) as a value.
 pub fn served_item_value(info: &ResourceInfo, obj: &StoredObject) -> Value {
     let mut value = served_value(info, obj);
-    if info.typed
+    if info.typed()
         && let Some(map) = value.as_object_mut()
     {
         map.remove("kind");

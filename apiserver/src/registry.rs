@@ -135,13 +135,16 @@ pub struct ResourceInfo {
     pub source_uid: Option<String>,
     /// Whether this version is the preferred one of its group in discovery.
     pub deprecated: bool,
-    /// A built-in Go type: kube-apiserver writes the items of its lists without `kind` and
-    /// `apiVersion` (they are typed Go structs whose TypeMeta is empty), where the items of a
-    /// schema-served kind (CRDs, kcp's CRD-backed kinds) keep them.
-    pub typed: bool,
 }
 
 impl ResourceInfo {
+    /// A built-in Go type: kube-apiserver writes the items of its lists without `kind` and
+    /// `apiVersion` (they are typed Go structs whose TypeMeta is empty), where the items of a
+    /// custom resource keep them.
+    pub fn typed(&self) -> bool {
+        self.strategy != Strategy::Custom
+    }
+
     /// `apiVersion` of the served version (`v1`, `apps/v1`).
     pub fn api_version(&self) -> String {
         api_version(&self.group, &self.version)

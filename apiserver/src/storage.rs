@@ -777,7 +777,7 @@ fn check_type(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
     }
     match obj.get("kind").and_then(Value::as_str) {
         None | Some("") => obj["kind"] = Value::String(info.kind.clone()),
-        Some(k) if k != info.kind && info.typed => {
+        Some(k) if k != info.kind && info.typed() => {
             // The decoder finds the body's kind and fails to convert it to the internal type
             // the path expects (internal packages are named by the group's first label).
             let internal = info.group.split('.').next().filter(|g| !g.is_empty());

@@ -237,22 +237,8 @@ fn record(file: &Path) -> anyhow::Result<()> {
     }
     let _ = std::fs::remove_file(file);
     let suites: [&[&str]; 3] = [
-        &[
-            "-p",
-            "service-provider",
-            "--features",
-            "dev",
-            "--test",
-            "standard",
-        ],
-        &[
-            "-p",
-            "service-provider",
-            "--features",
-            "dev",
-            "--test",
-            "kcp",
-        ],
+        crate::STANDARD_SUITE,
+        crate::KCP_SUITE,
         &["-p", "service-provider-apiserver", "--test", "kubectl"],
     ];
     for args in suites {

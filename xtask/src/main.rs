@@ -122,3 +122,24 @@ fn cargo() -> std::process::Command {
     cmd.current_dir(workspace_root());
     cmd
 }
+
+/// `cargo test` arguments of the end-to-end suite in standard mode, whose simulated platform
+/// runs on the embedded server or, under `SERVICE_PROVIDER_TEST_BACKEND`, on real kube-apiservers.
+const STANDARD_SUITE: &[&str] = &[
+    "-p",
+    "service-provider",
+    "--features",
+    "dev",
+    "--test",
+    "standard",
+];
+
+/// `cargo test` arguments of the end-to-end suite in kcp mode.
+const KCP_SUITE: &[&str] = &[
+    "-p",
+    "service-provider",
+    "--features",
+    "dev",
+    "--test",
+    "kcp",
+];

@@ -65,10 +65,10 @@ const EMBEDDED_ONLY: &str = "faults::a_hundred_objects_survive_faults_and_leave_
 /// that cannot find them fails instead of skipping.
 pub(crate) fn test_real(root: &Path) -> anyhow::Result<ExitCode> {
     let dir = assets(root)?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     // Every test that starts real kube-apiservers, by target and name filter: the launcher's
-    // own, the differential corpus, the macro's rules and the hello example, and the end-to-end suites and the test kit's examples, whose
-    // simulated platform runs on real kube-apiservers under SERVICE_PROVIDER_TEST_BACKEND.
+    // own, the differential corpus, the macro's rules and the hello example, the end-to-end
+    // suites and the test kit's examples, whose simulated platform runs on real kube-apiservers
+    // under SERVICE_PROVIDER_TEST_BACKEND.
     let suites: [&[&str]; 6] = [
         &[
             "-p",
@@ -96,25 +96,8 @@ pub(crate) fn test_real(root: &Path) -> anyhow::Result<ExitCode> {
             "real_rules",
             "hello::",
         ],
-        &[
-            "-p",
-            "service-provider",
-            "--features",
-            "dev",
-            "--test",
-            "standard",
-            "--",
-            "--skip",
-            EMBEDDED_ONLY,
-        ],
-        &[
-            "-p",
-            "service-provider",
-            "--features",
-            "dev",
-            "--test",
-            "kcp",
-        ],
+        &[crate::STANDARD_SUITE, &["--", "--skip", EMBEDDED_ONLY]].concat(),
+        crate::KCP_SUITE,
         &[
             "-p",
             "service-provider",
@@ -125,8 +108,7 @@ pub(crate) fn test_real(root: &Path) -> anyhow::Result<ExitCode> {
         ],
     ];
     for args in suites {
-        let status = Command::new(&cargo)
-            .current_dir(root)
+        let status = crate::cargo()
             .arg("test")
             .args(args)
             .env("KUBEBUILDER_ASSETS", &dir)

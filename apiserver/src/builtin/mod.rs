@@ -533,7 +533,6 @@ fn build(t: &'static ApiType, preferred: &str) -> ResourceInfo {
         source: "builtin".into(),
         source_uid: None,
         deprecated: false,
-        typed: true,
     }
 }
 

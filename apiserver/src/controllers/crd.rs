@@ -195,7 +195,6 @@ pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                 .get("deprecated")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
-            typed: false,
         }));
     }
     out

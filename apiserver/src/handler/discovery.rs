@@ -192,7 +192,7 @@ fn aggregated_group(g: &GroupInfo) -> Value {
                 // resource (the endpoint installer's); a CRD's name them (the CRD discovery
                 // controller's).
                 let response_kind = |group: &str, version: &str, kind: &str| {
-                    if i.typed && group == i.group && version == i.version {
+                    if i.typed() && group == i.group && version == i.version {
                         json!({"group": "", "version": "", "kind": kind})
                     } else {
                         json!({"group": group, "version": version, "kind": kind})

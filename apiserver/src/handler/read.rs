@@ -461,7 +461,7 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
                 buf.extend_from_slice(b",\"continue\":\"");
                 buf.extend_from_slice(c.as_bytes());
                 buf.push(b'"');
-            } else if !info.typed {
+            } else if !info.typed() {
                 // An unstructured list keeps the empty continue token a typed one omits.
                 buf.extend_from_slice(b",\"continue\":\"\"");
             }
@@ -469,11 +469,12 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
                 buf.extend_from_slice(format!(",\"remainingItemCount\":{n}").as_bytes());
             }
             buf.extend_from_slice(b"},\"items\":[");
+            let served = convert::ServedItems::new(&info);
             for (i, o) in items.iter().enumerate() {
                 if i > 0 {
                     buf.push(b',');
                 }
-                buf.extend_from_slice(&convert::served_item_bytes(&info, o));
+                served.write(o, &mut buf);
             }
             buf.extend_from_slice(b"]}");
             Ok(bytes_response(200, Bytes::from(buf), out))

@@ -521,7 +521,7 @@ pub(crate) fn delete_collection(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response
         }
     }
     let mut metadata = json!({"resourceVersion": cx.target.shard.store().current_rv().to_string()});
-    if !cx.info.typed {
+    if !cx.info.typed() {
         // An unstructured list keeps the empty continue token a typed one omits.
         metadata["continue"] = json!("");
     }
