@@ -10,9 +10,10 @@
 
 mod access;
 mod controlplane;
+mod hosted;
 mod scheduler;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +38,7 @@ use crate::openmcp::{AccessRequest, Cluster, ClusterRequest, ControlPlane, Servi
 use crate::queue::Queue;
 
 pub use controlplane::CONTROLLER_NAME as CONTROL_PLANE_CONTROLLER;
+use hosted::{Hosted, HostedClusters};
 
 /// The `spec.profile` of every Cluster the simulation creates, and the value of the
 /// `clusters.openmcp.cloud/profile` label it puts on AccessRequests.
@@ -254,23 +256,6 @@ pub(crate) enum Sharing {
     Shared(usize),
 }
 
-/// A cluster the simulated cluster provider serves, with the ClusterRequests holding it. This
-/// in-memory record is authoritative for scheduling (the Cluster object's finalizers mirror
-/// it), so that concurrent requests never overfill a shared cluster.
-pub(crate) struct Hosted {
-    pub handle: ClusterHandle,
-    pub purpose: String,
-    pub sharing: Sharing,
-    /// uids of the ClusterRequests the cluster is granted to.
-    pub requests: BTreeSet<String>,
-    /// The Cluster object is being deleted: it takes no new requests.
-    pub deleting: bool,
-    /// Created at start (platform, onboarding): never deleted by the scheduler.
-    pub fixed: bool,
-    /// Order of creation, for stable choices.
-    pub seq: u64,
-}
-
 /// A token handed out for an AccessRequest.
 #[derive(Clone, Debug)]
 pub(crate) struct Grant {
@@ -289,7 +274,7 @@ pub(crate) struct Shared {
     pub onboarding: kube::Client,
     pub stores: Stores,
     pub index: Mutex<Index>,
-    pub hosted: Mutex<HashMap<ObjKey, Hosted>>,
+    pub hosted: Mutex<HostedClusters>,
     pub seq: std::sync::atomic::AtomicU64,
     pub host: Option<Arc<SharedHost>>,
     pub grants: Mutex<HashMap<String, Grant>>,
@@ -393,7 +378,7 @@ impl Operator {
                 namespaces,
             },
             index: Mutex::new(Index::default()),
-            hosted: Mutex::new(HashMap::new()),
+            hosted: Mutex::default(),
             seq: std::sync::atomic::AtomicU64::new(0),
             host,
             grants: Mutex::new(HashMap::new()),
@@ -520,7 +505,7 @@ impl Operator {
                         namespace: k.namespace.clone(),
                         name: k.name.clone(),
                         purpose: h.purpose.clone(),
-                        tenants: h.requests.len(),
+                        tenants: h.requests().len(),
                         handle: h.handle.clone(),
                     },
                 )

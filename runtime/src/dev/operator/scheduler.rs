@@ -4,7 +4,6 @@
 //! full), keeps the Cluster objects and their `request.clusters.openmcp.cloud/<uid>` finalizers
 //! as openmcp-operator's scheduler does, and serves and removes the embedded clusters behind them.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -157,7 +156,7 @@ pub(crate) async fn register_fixed(
         .await
         .map_err(start)?;
     // Requests granted before a restart of the operator still hold the cluster.
-    let requests: BTreeSet<String> = sh
+    let requests: Vec<String> = sh
         .stores
         .clusters
         .get(&key.oref())
@@ -169,17 +168,11 @@ pub(crate) async fn register_fixed(
                 .collect()
         })
         .unwrap_or_default();
+    let seq = sh.seq.fetch_add(1, Ordering::SeqCst);
     sh.hosted.lock().insert(
         key,
-        Hosted {
-            handle,
-            purpose: purpose.into(),
-            sharing: Sharing::Shared(0),
-            requests,
-            deleting: false,
-            fixed: true,
-            seq: sh.seq.fetch_add(1, Ordering::SeqCst),
-        },
+        Hosted::new(handle, purpose, Sharing::Shared(0), true, seq),
+        requests,
     );
     Ok(())
 }
@@ -225,12 +218,7 @@ pub(crate) async fn reconcile_request(sh: &Arc<Shared>, key: &ObjKey) -> Result<
         return grant(&api, &cr, &ObjKey::new(c.namespace, c.name), generation).await;
     }
     // A cluster already holding this request (its status write was lost) is the answer.
-    let recovered = sh
-        .hosted
-        .lock()
-        .iter()
-        .find(|(_, h)| h.requests.contains(&uid))
-        .map(|(k, _)| k.clone());
+    let recovered = sh.hosted.lock().holding(&uid).cloned();
     if let Some(cluster) = recovered {
         hold_cluster(sh, &cluster, &uid).await?;
         return grant(&api, &cr, &cluster, generation).await;
@@ -244,9 +232,7 @@ pub(crate) async fn reconcile_request(sh: &Arc<Shared>, key: &ObjKey) -> Result<
     let cluster = match def {
         Definition::Fixed(name) => {
             let cluster = ObjKey::new(&sh.cfg.system_namespace, name);
-            if let Some(h) = sh.hosted.lock().get_mut(&cluster) {
-                h.requests.insert(uid.clone());
-            }
+            sh.hosted.lock().grant(&cluster, uid.clone());
             hold_cluster(sh, &cluster, &uid).await?;
             cluster
         }
@@ -256,7 +242,7 @@ pub(crate) async fn reconcile_request(sh: &Arc<Shared>, key: &ObjKey) -> Result<
                 // A previous request of the same name still holds it (being deleted): wait.
                 return Err(ReconcileError::Other(format!(
                     "cluster {cluster} still belongs to requests {:?}",
-                    h.requests
+                    h.requests()
                 )));
             }
             create_cluster(sh, &cluster, &purpose, Sharing::Exclusive, &uid).await?;
@@ -269,18 +255,18 @@ pub(crate) async fn reconcile_request(sh: &Arc<Shared>, key: &ObjKey) -> Result<
             let chosen = {
                 let mut hosted = sh.hosted.lock();
                 let candidate = hosted
-                    .iter_mut()
+                    .iter()
                     .filter(|(_, h)| {
                         h.purpose == purpose
                             && !h.deleting
                             && !h.fixed
-                            && (limit == 0 || h.requests.len() < limit)
+                            && (limit == 0 || h.requests().len() < limit)
                     })
                     // Balanced: the emptiest, then the oldest.
-                    .min_by_key(|(_, h)| (h.requests.len(), h.seq));
-                candidate.map(|(k, h)| {
-                    h.requests.insert(uid.clone());
-                    k.clone()
+                    .min_by_key(|(_, h)| (h.requests().len(), h.seq))
+                    .map(|(k, _)| k.clone());
+                candidate.inspect(|k| {
+                    hosted.grant(k, uid.clone());
                 })
             };
             match chosen {
@@ -324,6 +310,7 @@ async fn create_cluster(
         .host_cluster(key)
         .await
         .map_err(|e| ReconcileError::Other(e.to_string()))?;
+    let seq = sh.seq.fetch_add(1, Ordering::SeqCst);
     // A workload cluster comes with Flux, as openMCP's do: providers install Helm charts there.
     if purpose == PURPOSE_WORKLOAD {
         let served: crate::dev::flux::Served = {
@@ -336,15 +323,8 @@ async fn create_cluster(
     }
     sh.hosted.lock().insert(
         key.clone(),
-        Hosted {
-            handle,
-            purpose: purpose.into(),
-            sharing,
-            requests: BTreeSet::from([uid.to_string()]),
-            deleting: false,
-            fixed: false,
-            seq: sh.seq.fetch_add(1, Ordering::SeqCst),
-        },
+        Hosted::new(handle, purpose, sharing, false, seq),
+        [uid.to_string()],
     );
     hold_cluster(sh, key, uid).await
 }
@@ -549,14 +529,7 @@ async fn delete_request(
         return Ok(Next::Done);
     }
     let uid = cr.uid().unwrap_or_default();
-    let cluster = {
-        let hosted = sh.hosted.lock();
-        hosted
-            .iter()
-            .find(|(_, h)| h.requests.contains(&uid))
-            .map(|(k, _)| k.clone())
-    }
-    .or_else(|| {
+    let cluster = sh.hosted.lock().holding(&uid).cloned().or_else(|| {
         cr.status
             .as_ref()
             .and_then(|s| s.cluster.as_ref())
@@ -568,10 +541,9 @@ async fn delete_request(
         remove_request_finalizer(sh, &cluster, &uid).await?;
         let (empty, exclusive, fixed) = {
             let mut hosted = sh.hosted.lock();
-            match hosted.get_mut(&cluster) {
+            match hosted.release(&cluster, &uid) {
                 Some(h) => {
-                    h.requests.remove(&uid);
-                    let empty = h.requests.is_empty();
+                    let empty = h.requests().is_empty();
                     if empty && !h.fixed {
                         h.deleting = true;
                     }
