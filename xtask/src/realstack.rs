@@ -259,10 +259,16 @@ fn build(root: &Path, versions: &Versions, cache: &Path, dir: &Path) -> anyhow::
         ],
     )?;
     let ldflags = kube_ldflags(&versions.kubernetes, released.trim())?;
+    // The binaries are the cache: Go's build cache of this one-off build (about 3 GB) is not
+    // kept, unless GOCACHE names one to keep.
+    let go_cache = std::env::var_os("GOCACHE")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| tmp.0.join("go-build"), PathBuf::from);
     let started = Instant::now();
     go_build(
         &kube_dir,
         &ldflags,
+        &go_cache,
         &tmp.0.join("kube-apiserver"),
         KUBE_APISERVER_PACKAGE,
     )?;
@@ -271,8 +277,19 @@ fn build(root: &Path, versions: &Versions, cache: &Path, dir: &Path) -> anyhow::
         started.elapsed()
     );
     let started = Instant::now();
-    go_build(&root.join(ETCD_MODULE_DIR), "", &tmp.0.join("etcd"), ".")?;
+    go_build(
+        &root.join(ETCD_MODULE_DIR),
+        "",
+        &go_cache,
+        &tmp.0.join("etcd"),
+        ".",
+    )?;
     eprintln!("realstack: etcd built in {:.0?}", started.elapsed());
+    let own_cache = tmp.0.join("go-build");
+    if own_cache.exists() {
+        std::fs::remove_dir_all(&own_cache)
+            .with_context(|| format!("removing {}", own_cache.display()))?;
+    }
 
     match std::fs::rename(&tmp.0, dir) {
         Ok(()) => {}
@@ -321,12 +338,20 @@ pub(crate) fn kube_ldflags(version: &str, build_date: &str) -> anyhow::Result<St
     Ok(flags.join(" "))
 }
 
-/// `go build` of `package` in the module at `dir`: static, without local paths, and without the
-/// repository's VCS state (the binaries depend on the pinned modules only).
-fn go_build(dir: &Path, ldflags: &str, output: &Path, package: &str) -> anyhow::Result<()> {
+/// `go build` of `package` in the module at `dir` with the build cache `go_cache`: static,
+/// without local paths, and without the repository's VCS state (the binaries depend on the
+/// pinned modules only).
+fn go_build(
+    dir: &Path,
+    ldflags: &str,
+    go_cache: &Path,
+    output: &Path,
+    package: &str,
+) -> anyhow::Result<()> {
     let mut cmd = Command::new("go");
     cmd.current_dir(dir)
         .env("CGO_ENABLED", "0")
+        .env("GOCACHE", go_cache)
         .args([
             "build",
             "-trimpath",
