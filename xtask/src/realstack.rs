@@ -261,9 +261,10 @@ fn build(root: &Path, versions: &Versions, cache: &Path, dir: &Path) -> anyhow::
     let ldflags = kube_ldflags(&versions.kubernetes, released.trim())?;
     // The binaries are the cache: Go's build cache of this one-off build (about 3 GB) is not
     // kept, unless GOCACHE names one to keep.
+    let own_cache = tmp.0.join("go-build");
     let go_cache = std::env::var_os("GOCACHE")
         .filter(|v| !v.is_empty())
-        .map_or_else(|| tmp.0.join("go-build"), PathBuf::from);
+        .map_or_else(|| own_cache.clone(), PathBuf::from);
     let started = Instant::now();
     go_build(
         &kube_dir,
@@ -285,7 +286,6 @@ fn build(root: &Path, versions: &Versions, cache: &Path, dir: &Path) -> anyhow::
         ".",
     )?;
     eprintln!("realstack: etcd built in {:.0?}", started.elapsed());
-    let own_cache = tmp.0.join("go-build");
     if own_cache.exists() {
         std::fs::remove_dir_all(&own_cache)
             .with_context(|| format!("removing {}", own_cache.display()))?;

@@ -21,19 +21,13 @@ pub(crate) struct Hosted {
     pub deleting: bool,
     /// Created at start (platform, onboarding): never deleted by the scheduler.
     pub fixed: bool,
-    /// Order of creation, for stable choices.
-    pub seq: u64,
+    /// Order of serving, for stable choices; given by [`HostedClusters::insert`].
+    seq: u64,
 }
 
 impl Hosted {
     /// A cluster no request holds yet.
-    pub(crate) fn new(
-        handle: ClusterHandle,
-        purpose: &str,
-        sharing: Sharing,
-        fixed: bool,
-        seq: u64,
-    ) -> Self {
+    pub(crate) fn new(handle: ClusterHandle, purpose: &str, sharing: Sharing, fixed: bool) -> Self {
         Hosted {
             handle,
             purpose: purpose.into(),
@@ -41,13 +35,18 @@ impl Hosted {
             requests: BTreeSet::new(),
             deleting: false,
             fixed,
-            seq,
+            seq: 0,
         }
     }
 
     /// uids of the ClusterRequests the cluster is granted to.
     pub(crate) fn requests(&self) -> &BTreeSet<String> {
         &self.requests
+    }
+
+    /// Order of serving: a cluster served earlier has a smaller number.
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
     }
 }
 
@@ -56,6 +55,8 @@ impl Hosted {
 pub(crate) struct HostedClusters {
     clusters: HashMap<ObjKey, Hosted>,
     by_request: HashMap<String, ObjKey>,
+    /// The `seq` of the next cluster served.
+    next_seq: u64,
 }
 
 impl HostedClusters {
@@ -72,10 +73,12 @@ impl HostedClusters {
     pub(crate) fn insert(
         &mut self,
         cluster: ObjKey,
-        hosted: Hosted,
+        mut hosted: Hosted,
         requests: impl IntoIterator<Item = String>,
     ) {
         self.remove(&cluster);
+        hosted.seq = self.next_seq;
+        self.next_seq += 1;
         self.clusters.insert(cluster.clone(), hosted);
         for uid in requests {
             self.grant(&cluster, uid);
@@ -130,11 +133,11 @@ mod tests {
         let handle = ClusterHandle::start_dedicated("hosted")
             .await
             .expect("an embedded cluster starts");
-        let hosted = |seq| Hosted::new(handle.clone(), "mcp", Sharing::Shared(0), false, seq);
+        let hosted = || Hosted::new(handle.clone(), "mcp", Sharing::Shared(0), false);
         let (a, b) = (ObjKey::new("ns", "a"), ObjKey::new("ns", "b"));
         let mut all = HostedClusters::default();
-        all.insert(a.clone(), hosted(0), ["u1".to_string()]);
-        all.insert(b.clone(), hosted(1), []);
+        all.insert(a.clone(), hosted(), ["u1".to_string()]);
+        all.insert(b.clone(), hosted(), []);
         assert!(all.grant(&b, "u2".into()));
         assert!(!all.grant(&ObjKey::new("ns", "gone"), "u3".into()));
         assert_eq!(all.holding("u1"), Some(&a));

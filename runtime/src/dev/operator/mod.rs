@@ -275,7 +275,6 @@ pub(crate) struct Shared {
     pub stores: Stores,
     pub index: Mutex<Index>,
     pub hosted: Mutex<HostedClusters>,
-    pub seq: std::sync::atomic::AtomicU64,
     pub host: Option<Arc<SharedHost>>,
     pub grants: Mutex<HashMap<String, Grant>>,
     /// (cluster, namespace) pairs known to exist, so grants do not re-create namespaces.
@@ -379,7 +378,6 @@ impl Operator {
             },
             index: Mutex::new(Index::default()),
             hosted: Mutex::default(),
-            seq: std::sync::atomic::AtomicU64::new(0),
             host,
             grants: Mutex::new(HashMap::new()),
             namespaces_ensured: Mutex::new(HashSet::new()),
@@ -500,7 +498,7 @@ impl Operator {
             .iter()
             .map(|(k, h)| {
                 (
-                    h.seq,
+                    h.seq(),
                     HostedCluster {
                         namespace: k.namespace.clone(),
                         name: k.name.clone(),

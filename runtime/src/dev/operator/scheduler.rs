@@ -5,7 +5,6 @@
 //! as openmcp-operator's scheduler does, and serves and removes the embedded clusters behind them.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -168,10 +167,9 @@ pub(crate) async fn register_fixed(
                 .collect()
         })
         .unwrap_or_default();
-    let seq = sh.seq.fetch_add(1, Ordering::SeqCst);
     sh.hosted.lock().insert(
         key,
-        Hosted::new(handle, purpose, Sharing::Shared(0), true, seq),
+        Hosted::new(handle, purpose, Sharing::Shared(0), true),
         requests,
     );
     Ok(())
@@ -263,7 +261,7 @@ pub(crate) async fn reconcile_request(sh: &Arc<Shared>, key: &ObjKey) -> Result<
                             && (limit == 0 || h.requests().len() < limit)
                     })
                     // Balanced: the emptiest, then the oldest.
-                    .min_by_key(|(_, h)| (h.requests().len(), h.seq))
+                    .min_by_key(|(_, h)| (h.requests().len(), h.seq()))
                     .map(|(k, _)| k.clone());
                 candidate.inspect(|k| {
                     hosted.grant(k, uid.clone());
@@ -310,7 +308,6 @@ async fn create_cluster(
         .host_cluster(key)
         .await
         .map_err(|e| ReconcileError::Other(e.to_string()))?;
-    let seq = sh.seq.fetch_add(1, Ordering::SeqCst);
     // A workload cluster comes with Flux, as openMCP's do: providers install Helm charts there.
     if purpose == PURPOSE_WORKLOAD {
         let served: crate::dev::flux::Served = {
@@ -323,7 +320,7 @@ async fn create_cluster(
     }
     sh.hosted.lock().insert(
         key.clone(),
-        Hosted::new(handle, purpose, sharing, false, seq),
+        Hosted::new(handle, purpose, sharing, false),
         [uid.to_string()],
     );
     hold_cluster(sh, key, uid).await
