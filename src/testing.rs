@@ -945,7 +945,7 @@ impl<P: Reconcile> TestPlatform<P> {
 
     /// Reconciles every tenant once more, as the poll interval would, and returns once that
     /// many reconciles ended: to see what a reconcile with nothing to do costs (with
-    /// [`TestEnv::requests`] before and after) or that a provider is settled.
+    /// [`TestEnv::provider_requests`] before and after) or that a provider is settled.
     ///
     /// ```
     /// # service_provider::__testing_example_provider!();
@@ -959,10 +959,10 @@ impl<P: Reconcile> TestPlatform<P> {
     /// let tenant = platform.create_tenant("tenant-a", spec).await?;
     /// tenant.wait_ready().await?;
     /// platform.resync().await?;
-    /// let before = platform.env().requests();
+    /// let before = platform.env().provider_requests();
     /// platform.resync().await?;
     /// // Requests are counted where they are answered: this resync's are in `after`.
-    /// let after = platform.env().requests();
+    /// let after = platform.env().provider_requests();
     /// # let _ = (before, after); platform.stop().await; Ok(()) }
     /// ```
     pub async fn resync(&self) -> Result<(), TestError> {

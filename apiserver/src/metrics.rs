@@ -1,4 +1,4 @@
-//! Request counters by (cluster, verb, resource, code), readable from Rust and at `/metrics`,
+//! Request counters by (cluster, verb, resource, code, user), readable from Rust and at `/metrics`,
 //! and an opt-in log of the requests in the order they were answered.
 
 use std::collections::BTreeMap;
@@ -19,6 +19,10 @@ pub struct CounterKey {
     pub resource: String,
     /// HTTP status code answered.
     pub code: u16,
+    /// Who asked: the authenticated user's name; empty when the request was not authenticated
+    /// (a public endpoint, a credential the server refused). Tells a client's requests from
+    /// those of the others sharing the cluster (a test from the platform it simulates).
+    pub user: String,
 }
 
 /// One request in the log [`Counters::start_log`] turns on.
@@ -102,13 +106,7 @@ impl Counters {
     }
 
     /// Counts one request.
-    pub fn record(&self, cluster: &str, verb: &str, resource: &str, code: u16) {
-        let key = CounterKey {
-            cluster: cluster.into(),
-            verb: verb.into(),
-            resource: resource.into(),
-            code,
-        };
+    pub fn record(&self, key: CounterKey) {
         *self.map.lock().entry(key).or_insert(0) += 1;
     }
 
@@ -152,19 +150,26 @@ impl Counters {
         self.log.lock().clear();
     }
 
-    /// The counters in the Prometheus text format (`apiserver_request_total`).
+    /// The counters in the Prometheus text format (`apiserver_request_total`), summed over
+    /// users as kube-apiserver's are.
     pub fn prometheus(&self) -> String {
         let mut out = String::from(
             "# HELP apiserver_request_total Counter of apiserver requests broken out for each cluster, verb, resource and HTTP response code.\n# TYPE apiserver_request_total counter\n",
         );
-        for (k, v) in self.map.lock().iter() {
+        let mut series: BTreeMap<(&str, &str, &str, u16), u64> = BTreeMap::new();
+        let map = self.map.lock();
+        for (k, v) in map.iter() {
+            *series
+                .entry((&k.cluster, &k.verb, &k.resource, k.code))
+                .or_insert(0) += v;
+        }
+        for ((cluster, verb, resource, code), v) in series {
             let _ = writeln!(
                 out,
-                "apiserver_request_total{{cluster=\"{}\",verb=\"{}\",resource=\"{}\",code=\"{}\"}} {v}",
-                escape(&k.cluster),
-                escape(&k.verb),
-                escape(&k.resource),
-                k.code
+                "apiserver_request_total{{cluster=\"{}\",verb=\"{}\",resource=\"{}\",code=\"{code}\"}} {v}",
+                escape(cluster),
+                escape(verb),
+                escape(resource),
             );
         }
         out
@@ -175,4 +180,42 @@ fn escape(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asked_by(user: &str) -> CounterKey {
+        CounterKey {
+            cluster: "c".into(),
+            verb: "get".into(),
+            resource: "pods".into(),
+            code: 200,
+            user: user.into(),
+        }
+    }
+
+    #[test]
+    fn requests_are_counted_per_user_and_exported_summed_over_users() {
+        let counters = Counters::default();
+        counters.record(asked_by("alice"));
+        counters.record(asked_by("bob"));
+        counters.record(asked_by("bob"));
+        let mut by_user: Vec<_> = counters
+            .snapshot()
+            .into_iter()
+            .map(|(k, n)| (k.user, n))
+            .collect();
+        by_user.sort();
+        assert_eq!(by_user, [("alice".to_string(), 1), ("bob".to_string(), 2)]);
+        assert_eq!(counters.total("get", "pods"), 3);
+        assert!(
+            counters.prometheus().ends_with(
+                "apiserver_request_total{cluster=\"c\",verb=\"get\",resource=\"pods\",code=\"200\"} 3\n"
+            ),
+            "one series per cluster, verb, resource and code: {}",
+            counters.prometheus()
+        );
+    }
 }

@@ -247,6 +247,7 @@ pub async fn handle(target: Target, req: Request<Bytes>, path: &str) -> Response
     let ri = RequestInfo::parse(&parts.method, path, &query);
     // Errors after content negotiation are answered in the negotiated encoding.
     let mut negotiated = Output::Json;
+    let mut user = String::new();
     let cert = parts.extensions.get::<PeerCertificates>();
     let resp = match handle_inner(
         &target,
@@ -257,6 +258,7 @@ pub async fn handle(target: Target, req: Request<Bytes>, path: &str) -> Response
         &query,
         body,
         &mut negotiated,
+        &mut user,
     )
     .await
     {
@@ -274,9 +276,10 @@ pub async fn handle(target: Target, req: Request<Bytes>, path: &str) -> Response
         verb,
         resource: ri.resource_label(),
         code: resp.status().as_u16(),
+        user,
     };
     counters.log_request(&key, &ri.namespace, &ri.name);
-    counters.record(&key.cluster, &key.verb, &key.resource, key.code);
+    counters.record(key);
     resp
 }
 
@@ -290,6 +293,8 @@ async fn handle_inner(
     query: &Query,
     body: Bytes,
     negotiated: &mut Output,
+    // Who asked, once authenticated: the request's counter says so whatever the answer.
+    asker: &mut String,
 ) -> ApiResult<Response<Body>> {
     let path = ri.path.trim_end_matches('/');
     // Public endpoints, as kube-apiserver's system:public-info-viewer allows them.
@@ -310,6 +315,7 @@ async fn handle_inner(
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let user = target.surface.authenticate(target, authorization, cert)?;
+    asker.clone_from(&user.username);
     let latency = target.surface.faults(target).latency();
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;

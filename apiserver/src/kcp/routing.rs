@@ -18,6 +18,7 @@ use crate::auth::Attributes;
 use crate::error::ApiError;
 use crate::handler::response::{Body, error_response};
 use crate::handler::{ClusterScope, Target};
+use crate::metrics::CounterKey;
 use crate::request::{Query, RequestInfo};
 
 /// The counter label of requests to workspaces and the wildcard.
@@ -148,7 +149,13 @@ fn access_not_permitted(
         surface: Arc::new(WorkspaceSurface::new(inner)),
     };
     let cert = req.extensions().get::<crate::tls::PeerCertificates>();
-    let resp = match crate::handler::Surface::authenticate(&surface, &target, authorization, cert) {
+    let authenticated =
+        crate::handler::Surface::authenticate(&surface, &target, authorization, cert);
+    let asker = authenticated
+        .as_ref()
+        .map(|user| user.username.clone())
+        .unwrap_or_default();
+    let resp = match authenticated {
         Err(e) => error_response(&e),
         Ok(user) => {
             let attrs = if ri.resource_request {
@@ -160,12 +167,13 @@ fn access_not_permitted(
             error_response(&attrs.forbidden(&user.username, ACCESS_NOT_PERMITTED))
         }
     };
-    shard.counters().record(
-        WORKSPACE_SURFACE,
-        &ri.verb,
-        &ri.resource_label(),
-        resp.status().as_u16(),
-    );
+    shard.counters().record(CounterKey {
+        cluster: WORKSPACE_SURFACE.into(),
+        verb: ri.verb.clone(),
+        resource: ri.resource_label(),
+        code: resp.status().as_u16(),
+        user: asker,
+    });
     resp
 }
 
@@ -193,12 +201,14 @@ async fn virtual_workspace(
         || (x != "*" && !names::is_name(&x))
     {
         let resp = error_response(&ApiError::no_route());
-        this_shard.shard.counters().record(
-            VIRTUAL_WORKSPACE_SURFACE,
-            &req.method().as_str().to_lowercase(),
-            req.uri().path(),
-            404,
-        );
+        // Refused before anyone is authenticated.
+        this_shard.shard.counters().record(CounterKey {
+            cluster: VIRTUAL_WORKSPACE_SURFACE.into(),
+            verb: req.method().as_str().to_lowercase(),
+            resource: req.uri().path().to_owned(),
+            code: 404,
+            user: String::new(),
+        });
         return resp;
     }
     let cluster = if x == "*" {

@@ -469,11 +469,36 @@ impl TestEnv {
     /// # }
     /// ```
     pub fn requests(&self) -> BTreeMap<String, u64> {
+        self.tally(|_| true)
+    }
+
+    /// Like [`requests`](Self::requests), but only what the provider asked: the requests made
+    /// with a cluster's admin credentials — the test's own and those of the simulated
+    /// platform's controllers, whose watches a real kube-apiserver may end and have relisted
+    /// at any time — are left out. What a test compares to see what the provider did while
+    /// the platform goes on around it.
+    ///
+    /// ```no_run
+    /// # fn f(env: &service_provider_runtime::dev::TestEnv) {
+    /// let before = env.provider_requests();
+    /// // ... a reconcile that should find nothing to do ...
+    /// assert_eq!(before, env.provider_requests());
+    /// # }
+    /// ```
+    pub fn provider_requests(&self) -> BTreeMap<String, u64> {
+        self.tally(|user| !crate::dev::hosting::is_admin(user))
+    }
+
+    /// The requests of every cluster asked by a user `asked_by` accepts, by `cluster verb
+    /// resource`.
+    fn tally(&self, asked_by: impl Fn(&str) -> bool) -> BTreeMap<String, u64> {
         let mut requests = BTreeMap::new();
         for (k, n) in self.counted() {
-            *requests
-                .entry(format!("{} {} {}", k.cluster, k.verb, k.resource))
-                .or_insert(0) += n;
+            if asked_by(&k.user) {
+                *requests
+                    .entry(format!("{} {} {}", k.cluster, k.verb, k.resource))
+                    .or_insert(0) += n;
+            }
         }
         requests
     }

@@ -243,6 +243,7 @@ impl RealCluster {
                 verb: r.verb,
                 resource: r.resource,
                 code: r.code,
+                user: r.user,
             };
             self.counters
                 .record_answered(key, &r.namespace, &r.name, r.completed_micros);
@@ -534,6 +535,15 @@ impl ClusterHandle {
             }
         }
     }
+}
+
+/// Whether `user` asked with a cluster's admin credentials (the test's and the simulated
+/// platform's): the embedded server's admin, a real kube-apiserver's client-certificate admin
+/// or its admin ServiceAccount.
+pub(crate) fn is_admin(user: &str) -> bool {
+    user == service_provider_apiserver::auth::user::KUBERNETES_ADMIN
+        || user == crate::dev::realstack::ADMIN_USER
+        || crate::dev::stand_ins::is_admin_account(user)
 }
 
 /// What a test that needs the embedded server gets on a real kube-apiserver: a panic naming the

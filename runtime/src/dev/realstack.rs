@@ -50,7 +50,7 @@ pub const ETCD_VERSION: &str = "v3.7.3";
 pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// The admin's user name in its client certificate.
-const ADMIN_USER: &str = "realstack-admin";
+pub(crate) const ADMIN_USER: &str = "realstack-admin";
 /// The admin's group: kube-apiserver's superusers.
 const ADMIN_GROUP: &str = "system:masters";
 /// How often a process that starts is looked at.
@@ -492,6 +492,8 @@ pub struct AuditedRequest {
     pub name: String,
     /// The HTTP status code answered.
     pub code: u16,
+    /// Who asked: the authenticated user's name.
+    pub user: String,
     /// When the response was complete, in microseconds since the Unix epoch.
     pub completed_micros: u64,
 }
@@ -550,7 +552,8 @@ fn audited_request(line: &str) -> Option<AuditedRequest> {
             .unwrap_or_default()
             .to_owned()
     };
-    if text("/user/username") == LOOPBACK_USER {
+    let user = text("/user/username");
+    if user == LOOPBACK_USER {
         return None;
     }
     let resource = match (text("/objectRef/resource"), text("/objectRef/subresource")) {
@@ -573,6 +576,7 @@ fn audited_request(line: &str) -> Option<AuditedRequest> {
             .and_then(serde_json::Value::as_u64)
             .and_then(|c| u16::try_from(c).ok())
             .unwrap_or(0),
+        user,
         completed_micros: micros_since_epoch(&completed)?,
     })
 }
@@ -1076,7 +1080,7 @@ mod tests {
 
     #[test]
     fn audit_lines_become_requests_in_microseconds() {
-        let line = r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ns/secrets/s","verb":"delete","objectRef":{"resource":"secrets","namespace":"ns","name":"s","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"stageTimestamp":"2026-12-05T07:31:29.825341Z"}"#;
+        let line = r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ns/secrets/s","verb":"delete","user":{"username":"system:serviceaccount:p:sa"},"objectRef":{"resource":"secrets","namespace":"ns","name":"s","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"stageTimestamp":"2026-12-05T07:31:29.825341Z"}"#;
         let request = audited_request(line).expect("an audit event");
         assert_eq!(
             (
@@ -1087,6 +1091,7 @@ mod tests {
             ("delete", "secrets", "ns")
         );
         assert_eq!((request.name.as_str(), request.code), ("s", 200));
+        assert_eq!(request.user, "system:serviceaccount:p:sa");
         // date -u -d 2026-12-05T07:31:29Z +%s
         assert_eq!(request.completed_micros, 1_796_455_889_825_341);
         let status = r#"{"requestURI":"/apis/apps/v1/namespaces/a/deployments/d/status","verb":"patch","objectRef":{"resource":"deployments","subresource":"status","namespace":"a","name":"d"},"responseStatus":{"code":403},"stageTimestamp":"1970-01-01T00:00:01.5Z"}"#;

@@ -24,18 +24,26 @@ use kube::runtime::watcher::{self, Event};
 use service_provider_apiserver::controllers::deployment::{WORKLOADS, available_workload_status};
 use tokio::task::JoinHandle;
 
-/// The ServiceAccount (in `kube-system`) whose token is a real cluster's admin token.
+/// The ServiceAccount (in [`ADMIN_NAMESPACE`]) whose token is a real cluster's admin token.
 const ADMIN_ACCOUNT: &str = "service-provider-admin";
+/// The namespace of [`ADMIN_ACCOUNT`].
+const ADMIN_NAMESPACE: &str = "kube-system";
 /// How long the admin token lives: longer than any test or `dev` session.
 const ADMIN_TOKEN_SECONDS: i64 = 7 * 24 * 3600;
 /// How soon a namespace whose objects are not all gone yet is looked at again (an object with
 /// a finalizer waits for whoever owns it).
 const NAMESPACE_RECHECK: Duration = Duration::from_millis(250);
 
+/// Whether `user` is the admin ServiceAccount [`admin_token`] mints tokens of.
+pub(crate) fn is_admin_account(user: &str) -> bool {
+    service_provider_apiserver::auth::user::parse_service_account_username(user)
+        == Some((ADMIN_NAMESPACE, ADMIN_ACCOUNT))
+}
+
 /// Mints the admin bearer token of a real cluster with `admin` (its client-certificate admin):
 /// a ServiceAccount bound to `cluster-admin`, so every backend hands out token kubeconfigs.
 pub(crate) async fn admin_token(admin: &kube::Client) -> Result<String, kube::Error> {
-    let namespace = "kube-system";
+    let namespace = ADMIN_NAMESPACE;
     create_unless_exists(
         &Api::<Namespace>::all(admin.clone()),
         &Namespace {
