@@ -144,19 +144,7 @@ pub fn stored_form_matches(info: &ResourceInfo, obj: &StoredObject) -> bool {
     if info.strategy == Strategy::EventsV1 {
         return false;
     }
-    const KIND: &[u8] = b"{\"kind\":\"";
-    const API_VERSION: &[u8] = b"\"apiVersion\":\"";
-    let Some(after_kind) = obj.bytes.strip_prefix(KIND) else {
-        return false;
-    };
-    // Kinds are plain identifiers: the next quote ends the string.
-    let Some(end) = after_kind.iter().position(|b| *b == b'"') else {
-        return false;
-    };
-    let Some(rest) = after_kind[end + 1..]
-        .strip_prefix(b",")
-        .and_then(|r| r.strip_prefix(API_VERSION))
-    else {
+    let Some(rest) = after_api_version_key(&obj.bytes) else {
         return false;
     };
     // `<group>/<version>"` or `<version>"`, compared without building the string.
@@ -173,6 +161,28 @@ pub fn stored_form_matches(info: &ResourceInfo, obj: &StoredObject) -> bool {
     };
     rest.strip_prefix(info.version.as_bytes())
         .is_some_and(|r| r.first() == Some(&b'"'))
+}
+
+/// Whether the object is stored at `info`'s storage version. Writing an object back unchanged
+/// still writes it when it is not (kube-apiserver compares the new encoding with the stored
+/// bytes): that is how a storage migration moves objects to a CRD's new storage version.
+pub fn stored_at_storage_version(info: &ResourceInfo, obj: &StoredObject) -> bool {
+    after_api_version_key(&obj.bytes).is_some_and(|rest| {
+        rest.strip_prefix(info.storage_api_version.as_bytes())
+            .is_some_and(|r| r.first() == Some(&b'"'))
+    })
+}
+
+/// The stored bytes after `{"kind":"<kind>","apiVersion":"`, where the apiVersion's value begins.
+fn after_api_version_key(bytes: &[u8]) -> Option<&[u8]> {
+    const KIND: &[u8] = b"{\"kind\":\"";
+    const API_VERSION: &[u8] = b"\"apiVersion\":\"";
+    let after_kind = bytes.strip_prefix(KIND)?;
+    // Kinds are plain identifiers: the next quote ends the string.
+    let end = after_kind.iter().position(|b| *b == b'"')?;
+    after_kind[end + 1..]
+        .strip_prefix(b",")
+        .and_then(|r| r.strip_prefix(API_VERSION))
 }
 
 /// The stored object as served in `info`'s version: the stored bytes themselves when no conversion

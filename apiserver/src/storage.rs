@@ -286,11 +286,10 @@ impl<'a> ClusterApi<'a> {
             }
             causes.extend(validate_metadata(obj));
         }
-        let _ = sub;
         if let Some(v) = &info.validator {
             causes.extend(v.validate(obj, old));
         }
-        let kind_rules = strategy::validate(info, obj, old);
+        let kind_rules = strategy::validate(info, obj, old, sub);
         // A field the OpenAPI schema requires that kube's own validation reports as required
         // too is reported once, in kube's words.
         causes.retain(|c| {
@@ -567,7 +566,8 @@ impl<'a> ClusterApi<'a> {
         self.validate(info, &obj, Some(&old), sub)?;
         crate::managed::on_update(info, &mut obj, &old, manager, sub);
         metadata_mut(&mut obj).insert("resourceVersion".into(), Value::String(cur.rv.to_string()));
-        if same_ignoring_managed_fields(&obj, &old) {
+        if same_ignoring_managed_fields(&obj, &old) && convert::stored_at_storage_version(info, cur)
+        {
             return Ok(cur.clone());
         }
         let key = self.key(info, ns, name);
@@ -662,6 +662,15 @@ impl<'a> ClusterApi<'a> {
                     }
                 }
                 _ => {}
+            }
+            // kube-apiserver adds a CRD's cleanup finalizer when it is deleted (apiextensions'
+            // `customresourcedefinition/etcd.go`), so that its objects go first.
+            if info.strategy == Strategy::Crd
+                && !fins
+                    .iter()
+                    .any(|f| f == crate::controllers::crd::CLEANUP_FINALIZER)
+            {
+                fins.push(crate::controllers::crd::CLEANUP_FINALIZER.into());
             }
             let ns_finalizers = info.strategy == Strategy::Namespace
                 && v.pointer("/spec/finalizers")

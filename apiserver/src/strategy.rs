@@ -77,15 +77,6 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Value, namespace: &str) {
         }
         Strategy::Crd => {
             default_crd(obj);
-            let m = metadata_mut(obj);
-            let f = m.entry("finalizers").or_insert_with(|| json!([]));
-            if let Some(a) = f.as_array_mut()
-                && !a
-                    .iter()
-                    .any(|x| x == crate::controllers::crd::CLEANUP_FINALIZER)
-            {
-                a.push(json!(crate::controllers::crd::CLEANUP_FINALIZER));
-            }
             obj["status"] = crd_status(obj, None);
         }
         _ => {}
@@ -224,7 +215,12 @@ fn spec_changed(info: &ResourceInfo, new: &Value, old: &Value) -> bool {
 }
 
 /// Resource-specific validation beyond the schema.
-pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+pub fn validate(
+    info: &ResourceInfo,
+    obj: &Value,
+    old: Option<&Value>,
+    subresource: Option<&str>,
+) -> Vec<Cause> {
     let mut causes = Vec::new();
     if let (Some(old), Some(new_fins)) = (
         old,
@@ -251,6 +247,9 @@ pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Ca
     }
     if info.strategy == Strategy::Crd {
         causes.extend(crate::controllers::crd::validate(obj, old));
+        if subresource != Some("status") {
+            causes.extend(crate::controllers::crd::validate_stored_versions(obj));
+        }
     }
     causes.extend(
         crate::validation::builtin::validate(info, obj, old)

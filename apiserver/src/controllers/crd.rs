@@ -50,6 +50,73 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
     out
 }
 
+/// `status.storedVersions` against `spec.versions`, as apiextensions-apiserver's
+/// `ValidateCustomResourceDefinitionStoredVersions` (`pkg/apis/apiextensions/validation/
+/// validation.go`): never empty, holding the storage version, and naming only versions the
+/// spec still lists — so a version objects may still be stored in cannot be dropped until a
+/// storage migration has rewritten them and trimmed the list. Checked on writes of the spec
+/// only, as kube-apiserver does: `/status` may set any list.
+pub fn validate_stored_versions(crd: &Value) -> Vec<Cause> {
+    const FIELD: &str = "status.storedVersions";
+    let listed = crd.pointer("/status/storedVersions");
+    let stored = strings(listed);
+    // Go prints the list as `%#v` of a []string.
+    let go_list = || match listed {
+        None | Some(Value::Null) => "[]string(nil)".to_string(),
+        Some(_) => format!(
+            "[]string{{{}}}",
+            stored
+                .iter()
+                .map(|v| format!("{v:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    if stored.is_empty() {
+        return vec![cause(
+            "FieldValueInvalid",
+            FIELD,
+            format!(
+                "Invalid value: {}: must have at least one stored version",
+                go_list()
+            ),
+        )];
+    }
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for version in versions {
+        let name = s(version, "/name");
+        if version.get("storage").and_then(Value::as_bool) == Some(true)
+            && !stored.iter().any(|v| v == name)
+        {
+            out.push(cause(
+                "FieldValueInvalid",
+                FIELD,
+                format!(
+                    "Invalid value: {}: must have the storage version {name}",
+                    go_list()
+                ),
+            ));
+        }
+    }
+    for (i, v) in stored.iter().enumerate() {
+        if !versions.iter().any(|version| s(version, "/name") == v) {
+            out.push(cause(
+                "FieldValueInvalid",
+                format!("{FIELD}[{i}]"),
+                format!(
+                    "Invalid value: {v:?}: missing from spec.versions; {v} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {v} and removes {v} from status.storedVersions"
+                ),
+            ));
+        }
+    }
+    out
+}
+
 fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
