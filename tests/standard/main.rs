@@ -33,6 +33,7 @@ mod newcomer;
 mod noop;
 mod process;
 mod ship;
+mod storage_migration;
 mod takeover;
 mod testkit;
 mod timeout;

@@ -3,7 +3,9 @@
 //! 1. onboarding access `<group>--onboarding-init` (permissions to install the Service API CRD);
 //! 2. every CRD of the provider, created or its spec replaced (as Go's `CRDManager` does) on the
 //!    cluster its `openmcp.cloud/cluster` label names (`onboarding`: the Service API; `platform`:
-//!    the ProviderConfig), waiting until each is Established;
+//!    the ProviderConfig), waiting until each is Established, and its objects migrated to its
+//!    storage version when an earlier one is still stored (see [`storage_migration`]), so that
+//!    a later release may drop that version;
 //! 3. the Service API's group/version/kind as `ServiceProvider.status.resources` (what makes the
 //!    deletion of a ControlPlane delete its Service API objects first), replacing what was there;
 //! 4. the author's extra pre-flight step, if any.
@@ -20,6 +22,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, ResourceExt};
 
+use super::storage_migration::{self, Migration, MigrationError};
 use crate::access::clients::ClientFactory;
 use crate::access::onboarding::{OnboardingError, onboarding_access};
 use crate::access::watch_error;
@@ -92,6 +95,18 @@ pub enum InitError {
         /// The label's value.
         cluster: String,
     },
+    /// The objects of a CRD could not be migrated to its storage version.
+    #[error(
+        "migrating the objects of CRD {name} on the {cluster} cluster to its storage version: {source}; run init again to resume"
+    )]
+    Migration {
+        /// The CRD.
+        name: String,
+        /// `platform` or `onboarding`.
+        cluster: String,
+        /// What failed.
+        source: MigrationError,
+    },
     /// A CRD did not become Established.
     #[error("CRD {0} did not become Established in time; check the API server's logs")]
     NotEstablished(String),
@@ -145,7 +160,7 @@ pub async fn init<P: ServiceProvider>(
             _ => return Err(InitError::UnknownCluster { name, cluster }),
         };
         install_crd(
-            client,
+            client.clone(),
             &crd,
             &options.provider_name,
             &cluster,
@@ -153,6 +168,21 @@ pub async fn init<P: ServiceProvider>(
         )
         .await?;
         tracing::info!(crd = %name, %cluster, "init: CRD installed");
+        let migration = storage_migration::migrate(&client, &name, storage_migration::PAGE_SIZE)
+            .await
+            .map_err(|source| InitError::Migration {
+                name: name.clone(),
+                cluster: cluster.clone(),
+                source,
+            })?;
+        if let Migration::Migrated {
+            storage,
+            dropped,
+            rewritten,
+        } = migration
+        {
+            tracing::info!(crd = %name, %cluster, %storage, ?dropped, rewritten, "init: stored objects migrated to the storage version");
+        }
     }
 
     register_gvk::<P>(&platform, &options.provider_name).await?;

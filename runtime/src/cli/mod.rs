@@ -37,6 +37,7 @@
 pub mod dev;
 pub mod init;
 pub mod run;
+pub mod storage_migration;
 
 use std::ffi::OsString;
 use std::future::Future;

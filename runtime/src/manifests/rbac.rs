@@ -88,7 +88,8 @@ pub(crate) fn rules(info: &ProviderInfo, place: Place, api_export_name: &str) ->
 /// Secrets/ConfigMaps a ProviderConfig refers to; the tenant namespaces `mcp--<uuid>` (created
 /// when missing); kcp mode's leader election Lease (created, read and updated as client-go does);
 /// and for `init`, the ServiceProvider status (registering the Service API GVK) and the
-/// ProviderConfig CRD (created or updated, watched until Established).
+/// ProviderConfig CRD (created or updated, watched until Established, its objects migrated to
+/// its storage version).
 pub(crate) fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     vec![
         rule(info.group, &["providerconfigs"], &[GET, LIST, WATCH]),
@@ -108,6 +109,10 @@ pub(crate) fn platform_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
             &["customresourcedefinitions"],
             &[GET, LIST, WATCH, CREATE, UPDATE],
         ),
+        // `init`'s storage migration: ProviderConfigs written back, the CRD's stored versions
+        // trimmed.
+        rule(info.group, &["providerconfigs"], &[UPDATE]),
+        crd_status_rule(&format!("providerconfigs.{}", info.group)),
     ]
 }
 
@@ -129,13 +134,31 @@ pub(crate) fn onboarding_run_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
 }
 
 /// Onboarding cluster, as `init` uses it: the Service API CRD (created or updated, watched until
-/// Established). This is what `init` asks for in its `<group>--onboarding-init` AccessRequest.
-pub(crate) fn onboarding_init_rules(_info: &ProviderInfo) -> Vec<PolicyRule> {
-    vec![rule(
-        APIEXTENSIONS,
-        &["customresourcedefinitions"],
-        &[GET, LIST, WATCH, CREATE, UPDATE],
-    )]
+/// Established, its objects migrated to its storage version). This is what `init` asks for in its `<group>--onboarding-init` AccessRequest.
+pub(crate) fn onboarding_init_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
+    vec![
+        rule(
+            APIEXTENSIONS,
+            &["customresourcedefinitions"],
+            &[GET, LIST, WATCH, CREATE, UPDATE],
+        ),
+        // The storage migration: Service API objects listed and written back, the CRD's stored
+        // versions trimmed.
+        rule(info.group, &[info.plural], &[LIST, UPDATE]),
+        crd_status_rule(&format!("{}.{}", info.plural, info.group)),
+    ]
+}
+
+/// Patching the status of CRD `name` only (`init` trims its stored versions).
+fn crd_status_rule(name: &str) -> PolicyRule {
+    PolicyRule {
+        resource_names: Some(vec![name.to_owned()]),
+        ..rule(
+            APIEXTENSIONS,
+            &["customresourcedefinitions/status"],
+            &[PATCH],
+        )
+    }
 }
 
 /// Onboarding cluster, everything: what `run` and `init` use, for a platform that grants the
