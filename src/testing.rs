@@ -367,6 +367,8 @@ pub struct TestPlatformBuilder<P> {
     timeout: Duration,
     provider_name: Option<String>,
     backend: Option<Backend>,
+    concurrency: Option<usize>,
+    reconcile_timeout: Option<Duration>,
     _provider: PhantomData<fn() -> P>,
 }
 
@@ -378,6 +380,8 @@ impl<P> fmt::Debug for TestPlatformBuilder<P> {
             .field("timeout", &self.timeout)
             .field("provider_name", &self.provider_name)
             .field("backend", &self.backend)
+            .field("concurrency", &self.concurrency)
+            .field("reconcile_timeout", &self.reconcile_timeout)
             .finish()
     }
 }
@@ -486,6 +490,43 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         self
     }
 
+    /// `--concurrency`: how many objects of a mode are reconciled at once (default: the
+    /// binary's, 16). One makes reconciles of different tenants run one after the other.
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    ///     .concurrency(1)
+    ///     .start()
+    ///     .await?;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub fn concurrency(mut self, reconciles: usize) -> Self {
+        self.concurrency = Some(reconciles);
+        self
+    }
+
+    /// `--reconcile-timeout`: how long one `create_or_update` or `delete` may run before it
+    /// fails with a `ReconcileTimedOut` condition and is retried with backoff (default: none,
+    /// as the binary's when the provider's `App` sets none).
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    ///     .reconcile_timeout(std::time::Duration::from_secs(30))
+    ///     .start()
+    ///     .await?;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
+        self.reconcile_timeout = Some(timeout);
+        self
+    }
+
     /// Starts the simulated platform with the provider installed as `init` leaves it (CRDs,
     /// ProviderConfig, ServiceProvider, its platform identity), and the provider running in
     /// this process in the chosen modes. Needs a multi-threaded tokio runtime
@@ -510,6 +551,12 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         if modes.is_empty() {
             return Err(TestError::Usage(
                 "TestPlatformBuilder::modes got no mode; give Mode::Standard, Mode::Kcp or both"
+                    .into(),
+            ));
+        }
+        if self.concurrency == Some(0) {
+            return Err(TestError::Usage(
+                "TestPlatformBuilder::concurrency(0) would reconcile nothing; give at least 1"
                     .into(),
             ));
         }
@@ -554,6 +601,10 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
             .map_err(|e| TestError::Start(format!("the provider's platform kubeconfig: {e}")))?;
         let mut options = RunOptions::new(provider.name(), env.pod_namespace());
         options.onboarding_timeout = self.timeout;
+        if let Some(reconciles) = self.concurrency {
+            options.concurrency = reconciles;
+        }
+        options.reconcile.timeout = self.reconcile_timeout;
         let mut runtime = Runtime::<P>::start(platform_client, options)
             .await
             .map_err(|e| TestError::Start(format!("the provider: {e}")))?;
@@ -645,6 +696,8 @@ impl<P: Reconcile> TestPlatform<P> {
             timeout: DEFAULT_TIMEOUT,
             provider_name: None,
             backend: None,
+            concurrency: None,
+            reconcile_timeout: None,
             _provider: PhantomData,
         }
     }
@@ -941,6 +994,29 @@ impl<P: Reconcile> TestPlatform<P> {
     /// ```
     pub fn env(&self) -> &TestEnv {
         &self.shared.env
+    }
+
+    /// The provider's metrics in the Prometheus text format, as its `/metrics` serves them:
+    /// reconciles, their errors and timeouts, queue depth, managed resources.
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::start().await?;
+    /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "greeting": "world" })).await?;
+    /// tenant.wait_ready().await?;
+    /// let metrics = platform.metrics()?;
+    /// assert!(metrics.contains(r#"controller_runtime_reconcile_total{controller="hello",result="success"}"#));
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub fn metrics(&self) -> Result<String, TestError> {
+        match &self.runtime {
+            Some(runtime) => Ok(runtime.metrics().encode()),
+            None => Err(TestError::Usage(
+                "the provider is stopped: read its metrics before TestPlatform::stop".into(),
+            )),
+        }
     }
 
     /// Reconciles every tenant once more, as the poll interval would, and returns once that
