@@ -1019,6 +1019,34 @@ impl<P: Reconcile> TestPlatform<P> {
         }
     }
 
+    /// The value of one series of the provider's [metrics](Self::metrics), named as the text
+    /// format writes it (`name{labels}`); `None` until it has a sample, or once the provider
+    /// is stopped.
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// # let platform = service_provider::testing::TestPlatform::<Hello>::start().await?;
+    /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "greeting": "world" })).await?;
+    /// tenant.wait_ready().await?;
+    /// let successes = platform
+    ///     .metric(r#"controller_runtime_reconcile_total{controller="hello",result="success"}"#);
+    /// assert!(successes >= Some(1.0));
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub fn metric(&self, series: &str) -> Option<f64> {
+        let metrics = self.metrics().ok()?;
+        metrics.lines().find_map(|line| {
+            line.strip_prefix(series)?
+                .strip_prefix(' ')?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+    }
+
     /// Reconciles every tenant once more, as the poll interval would, and returns once that
     /// many reconciles ended: to see what a reconcile with nothing to do costs (with
     /// [`TestEnv::provider_requests`] before and after) or that a provider is settled.

@@ -41,17 +41,13 @@ async fn a_hung_reconcile_times_out_with_a_condition_and_frees_its_worker() -> R
     );
     // Retried with backoff: it times out again, and again is counted.
     let counter = format!(
-        r#"controller_runtime_reconcile_timeouts_total{{controller="{}"}} "#,
+        r#"controller_runtime_reconcile_timeouts_total{{controller="{}"}}"#,
         platform.provider_name()
     );
     let timeouts = eventually("a second timeout", common::TIMEOUT, || async {
-        let metrics = platform.metrics().ok()?;
-        let timeouts: f64 = metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(&counter))?
-            .parse()
-            .ok()?;
-        (timeouts >= 2.0).then_some(timeouts)
+        platform
+            .metric(&counter)
+            .filter(|timeouts| *timeouts >= 2.0)
     })
     .await
     .unwrap();
