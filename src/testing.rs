@@ -1007,7 +1007,7 @@ impl<P: Reconcile> TestPlatform<P> {
     /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "greeting": "world" })).await?;
     /// tenant.wait_ready().await?;
     /// let metrics = platform.metrics()?;
-    /// assert!(metrics.contains(r#"controller_runtime_reconcile_total{controller="hello",result="success"}"#));
+    /// assert!(metrics.contains(r#"service_provider_reconciles_total{mode="standard",result="ready"}"#));
     /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn metrics(&self) -> Result<String, TestError> {
@@ -1030,9 +1030,8 @@ impl<P: Reconcile> TestPlatform<P> {
     /// # let platform = service_provider::testing::TestPlatform::<Hello>::start().await?;
     /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "greeting": "world" })).await?;
     /// tenant.wait_ready().await?;
-    /// let successes = platform
-    ///     .metric(r#"controller_runtime_reconcile_total{controller="hello",result="success"}"#);
-    /// assert!(successes >= Some(1.0));
+    /// let ready = platform.metric(r#"service_provider_reconciles_total{mode="standard",result="ready"}"#);
+    /// assert!(ready >= Some(1.0), "reconciles that ended Ready: {ready:?}");
     /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn metric(&self, series: &str) -> Option<f64> {
