@@ -10,20 +10,21 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use serde_json::json;
-use service_provider::dev::{ClusterHandle, ControlPlaneRef, TestEnv};
+use service_provider::Mode;
+use service_provider::dev::{ClusterHandle, ControlPlaneRef};
 use service_provider::flux::{HelmRelease, OCIRepository};
-use service_provider::kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use service_provider::kube::api::{DeleteParams, Patch, PatchParams};
 use service_provider::kube::runtime::watcher;
 use service_provider::kube::{Api, ResourceExt};
 use service_provider::openmcp::AccessRequest;
 use service_provider::openmcp::naming::stable_mcp_namespace;
-use service_provider::testing::registry_secret;
+use service_provider::testing::{TestError, TestPlatform};
 use service_provider::{Identity, Location, ManagedResource, ResourcePhase};
 use service_provider_apiserver::LoggedRequest;
 use service_provider_runtime::dev::flux::FAIL_INSTALL_ANNOTATION;
 
 use crate::common::{self, TIMEOUT};
-use crate::eso::{ExternalSecretsOperator, ExternalSecretsOperatorProviderConfig};
+use crate::eso::ExternalSecretsOperator;
 
 const NAMESPACE: &str = "project-e--ws-s";
 const NAME: &str = "tenant-e";
@@ -38,19 +39,23 @@ fn config(chart_url: &str) -> serde_json::Value {
     })
 }
 
-async fn env(chart_url: &str) -> TestEnv {
-    let env = common::env::<ExternalSecretsOperator>(config(chart_url), &[(NAMESPACE, NAME)]).await;
-    let secrets: Api<Secret> = Api::namespaced(env.platform().client(), env.pod_namespace());
+/// The platform with the provider running and the pull secrets its ProviderConfig names.
+async fn platform(chart_url: &str) -> Result<TestPlatform<ExternalSecretsOperator>, TestError> {
+    let platform = common::platform::<ExternalSecretsOperator>(config(chart_url))
+        .modes([Mode::Standard])
+        .start()
+        .await?;
     for name in ["chart-creds", "regcred", "mirror"] {
-        secrets
-            .create(
-                &PostParams::default(),
-                &registry_secret(name, "registry.test", "robot", name),
-            )
-            .await
-            .expect("the platform's pull secret");
+        platform
+            .pull_secret(name, "registry.test", "robot", name)
+            .await?;
     }
-    env
+    Ok(platform)
+}
+
+/// The Service API objects in the tenant's namespace, watched from before the tenant exists.
+fn objects(platform: &TestPlatform<ExternalSecretsOperator>) -> Api<ExternalSecretsOperator> {
+    Api::namespaced(platform.onboarding().client(), NAMESPACE)
 }
 
 fn resources(eso: &ExternalSecretsOperator) -> Vec<ManagedResource> {
@@ -82,12 +87,13 @@ fn is_ready(o: &ExternalSecretsOperator) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn eso_installs_through_flux_and_uninstalls_in_reverse() {
-    let env = env("oci://registry.test/charts/external-secrets").await;
+async fn eso_installs_through_flux_and_uninstalls_in_reverse() -> Result<(), TestError> {
+    let chart_url = "oci://registry.test/charts/external-secrets";
+    let platform = platform(chart_url).await?;
+    let env = platform.env();
     let cp = ControlPlaneRef::new(NAMESPACE, NAME);
-    let _runtime = common::start::<ExternalSecretsOperator>(&env, |_| {}).await;
-    let api = common::objects::<ExternalSecretsOperator>(&env, &cp);
-    let provider = env.provider().expect("a provider").name().to_owned();
+    let api = objects(&platform);
+    let provider = platform.provider_name().to_owned();
     let copy = |source: &str| format!("{provider}-{source}");
 
     // Every status the object goes through, in order.
@@ -108,7 +114,12 @@ async fn eso_installs_through_flux_and_uninstalls_in_reverse() {
             }
         })
     };
-    common::create::<ExternalSecretsOperator>(&env, &cp, json!({ "version": "0.10.0" })).await;
+    platform
+        .create_tenant(
+            &format!("{NAMESPACE}/{NAME}"),
+            json!({ "version": "0.10.0" }),
+        )
+        .await?;
     let ready = wait_for(&api, is_ready).await;
 
     // Ready only after the HelmRelease was: the object waited for it, and it is Ready now.
@@ -193,15 +204,9 @@ async fn eso_installs_through_flux_and_uninstalls_in_reverse() {
     let tenant = env.mcp(&cp).expect("the MCP cluster");
     let copies: Api<Secret> = Api::namespaced(tenant.client(), "external-secrets");
     assert!(copies.get_opt(&copy("mirror")).await.unwrap().is_some());
-    let configs: Api<ExternalSecretsOperatorProviderConfig> = Api::all(env.platform().client());
-    configs
-        .patch(
-            &provider,
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "spec": { "imagePullSecrets": [{ "name": "regcred" }] } })),
-        )
-        .await
-        .expect("the ProviderConfig changes");
+    let mut narrower = config(chart_url);
+    narrower["imagePullSecrets"] = json!([{ "name": "regcred" }]);
+    platform.set_provider_config(&narrower).await?;
     let mirror = copy("mirror");
     let pruned = wait_for(&api, move |o| {
         !resources(o).iter().any(|r| r.name == mirror) && is_ready(o)
@@ -328,6 +333,8 @@ async fn eso_installs_through_flux_and_uninstalls_in_reverse() {
             .items
             .is_empty()
     );
+    platform.stop().await;
+    Ok(())
 }
 
 /// The first delete request of each object on these clusters, as (resource, name), in the
@@ -355,13 +362,16 @@ fn deletes_in_order(clusters: &[ClusterHandle]) -> Vec<(String, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dependency_that_never_gets_ready_holds_back_what_needs_it() {
+async fn a_dependency_that_never_gets_ready_holds_back_what_needs_it() -> Result<(), TestError> {
     // No path after the host: the OCIRepository fails, so the HelmRelease is never applied.
-    let env = env("oci://registry.test").await;
-    let cp = ControlPlaneRef::new(NAMESPACE, NAME);
-    let _runtime = common::start::<ExternalSecretsOperator>(&env, |_| {}).await;
-    let api = common::objects::<ExternalSecretsOperator>(&env, &cp);
-    common::create::<ExternalSecretsOperator>(&env, &cp, json!({ "version": "0.10.0" })).await;
+    let platform = platform("oci://registry.test").await?;
+    let api = objects(&platform);
+    platform
+        .create_tenant(
+            &format!("{NAMESPACE}/{NAME}"),
+            json!({ "version": "0.10.0" }),
+        )
+        .await?;
     let held = wait_for(&api, |o| {
         reason(o).is_some_and(|(r, _)| r == "OCIRepositoryFailed")
     })
@@ -380,7 +390,8 @@ async fn a_dependency_that_never_gets_ready_holds_back_what_needs_it() {
             .is_some_and(|m| m.contains("waiting for OCIRepository")),
         "{release:?}"
     );
-    let workload = env
+    let workload = platform
+        .env()
         .workload_clusters()
         .into_iter()
         .next()
@@ -394,4 +405,6 @@ async fn a_dependency_that_never_gets_ready_holds_back_what_needs_it() {
             .unwrap()
             .is_none()
     );
+    platform.stop().await;
+    Ok(())
 }
