@@ -540,6 +540,29 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
     /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn start(self) -> Result<TestPlatform<P>, TestError> {
+        let mut platform = self.start_without_provider().await?;
+        platform.start_provider().await?;
+        Ok(platform)
+    }
+
+    /// Starts the simulated platform with the provider installed as `init` leaves it, but not
+    /// running: what a test puts in place before the provider starts (objects an older
+    /// release, a Go provider or an end user left) is there when it does, with
+    /// [`TestPlatform::start_provider`].
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let mut platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    ///     .start_without_provider()
+    ///     .await?;
+    /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "greeting": "world" })).await?;
+    /// platform.start_provider().await?;
+    /// tenant.wait_ready().await?;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub async fn start_without_provider(self) -> Result<TestPlatform<P>, TestError> {
         let info = P::INFO;
         let modes = self.modes.clone().unwrap_or_else(|| {
             let mut m = vec![Mode::Standard];
@@ -595,45 +618,27 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         let provider = env.provider().ok_or_else(|| {
             TestError::Start("the simulated platform installed no provider".into())
         })?;
-        let platform_client = ClientFactory::new()
-            .client(provider.platform_kubeconfig().as_bytes())
-            .await
-            .map_err(|e| TestError::Start(format!("the provider's platform kubeconfig: {e}")))?;
-        let mut options = RunOptions::new(provider.name(), env.pod_namespace());
-        options.onboarding_timeout = self.timeout;
-        if let Some(reconciles) = self.concurrency {
-            options.concurrency = reconciles;
-        }
-        options.reconcile.timeout = self.reconcile_timeout;
-        let mut runtime = Runtime::<P>::start(platform_client, options)
-            .await
-            .map_err(|e| TestError::Start(format!("the provider: {e}")))?;
-        if modes.contains(&Mode::Standard) {
-            runtime
-                .start_standard()
-                .await
-                .map_err(|e| TestError::Start(format!("standard mode: {e}")))?;
-        }
-        if kcp {
-            let kubeconfig = env
-                .kcp()
-                .and_then(|k| k.provider_kubeconfig())
-                .ok_or_else(|| TestError::Start("kcp has no identity for the provider".into()))?;
-            runtime
-                .start_kcp(KcpSettings::new(&info, kubeconfig.as_bytes()))
-                .await
-                .map_err(|e| TestError::Start(format!("kcp mode: {e}")))?;
-        }
         Ok(TestPlatform {
             shared: Arc::new(Shared {
                 provider_name: provider.name().to_owned(),
                 env,
                 timeout: self.timeout,
             }),
-            runtime: Some(runtime),
+            runtime: None,
+            run: RunSettings {
+                concurrency: self.concurrency,
+                reconcile_timeout: self.reconcile_timeout,
+            },
             modes,
         })
     }
+}
+
+/// How the provider runs: the binary's flags a test may set.
+#[derive(Debug, Clone, Copy)]
+struct RunSettings {
+    concurrency: Option<usize>,
+    reconcile_timeout: Option<Duration>,
 }
 
 /// What tenants and clusters share with their platform.
@@ -662,6 +667,7 @@ struct Shared {
 pub struct TestPlatform<P: Reconcile> {
     shared: Arc<Shared>,
     runtime: Option<Runtime<P>>,
+    run: RunSettings,
     modes: Vec<Mode>,
 }
 
@@ -996,6 +1002,52 @@ impl<P: Reconcile> TestPlatform<P> {
         &self.shared.env
     }
 
+    /// Starts the provider of a platform started
+    /// [without it](TestPlatformBuilder::start_without_provider), in this process, in the
+    /// platform's modes and under its generated RBAC.
+    pub async fn start_provider(&mut self) -> Result<(), TestError> {
+        if self.runtime.is_some() {
+            return Err(TestError::Usage(
+                "the provider is already running: TestPlatform::start_provider is for a platform started with TestPlatformBuilder::start_without_provider".into(),
+            ));
+        }
+        let env = &self.shared.env;
+        let provider = env.provider().ok_or_else(|| {
+            TestError::Start("the simulated platform installed no provider".into())
+        })?;
+        let platform_client = ClientFactory::new()
+            .client(provider.platform_kubeconfig().as_bytes())
+            .await
+            .map_err(|e| TestError::Start(format!("the provider's platform kubeconfig: {e}")))?;
+        let mut options = RunOptions::new(provider.name(), env.pod_namespace());
+        options.onboarding_timeout = self.shared.timeout;
+        if let Some(reconciles) = self.run.concurrency {
+            options.concurrency = reconciles;
+        }
+        options.reconcile.timeout = self.run.reconcile_timeout;
+        let mut runtime = Runtime::<P>::start(platform_client, options)
+            .await
+            .map_err(|e| TestError::Start(format!("the provider: {e}")))?;
+        if self.modes.contains(&Mode::Standard) {
+            runtime
+                .start_standard()
+                .await
+                .map_err(|e| TestError::Start(format!("standard mode: {e}")))?;
+        }
+        if self.modes.contains(&Mode::Kcp) {
+            let kubeconfig = env
+                .kcp()
+                .and_then(|k| k.provider_kubeconfig())
+                .ok_or_else(|| TestError::Start("kcp has no identity for the provider".into()))?;
+            runtime
+                .start_kcp(KcpSettings::new(&P::INFO, kubeconfig.as_bytes()))
+                .await
+                .map_err(|e| TestError::Start(format!("kcp mode: {e}")))?;
+        }
+        self.runtime = Some(runtime);
+        Ok(())
+    }
+
     /// The provider's metrics in the Prometheus text format, as its `/metrics` serves them:
     /// reconciles, their errors and timeouts, queue depth, managed resources.
     ///
@@ -1014,7 +1066,7 @@ impl<P: Reconcile> TestPlatform<P> {
         match &self.runtime {
             Some(runtime) => Ok(runtime.metrics().encode()),
             None => Err(TestError::Usage(
-                "the provider is stopped: read its metrics before TestPlatform::stop".into(),
+                "the provider is not running: read its metrics after TestPlatform::start_provider and before TestPlatform::stop".into(),
             )),
         }
     }
@@ -1071,7 +1123,7 @@ impl<P: Reconcile> TestPlatform<P> {
     pub async fn resync(&self) -> Result<(), TestError> {
         let Some(runtime) = &self.runtime else {
             return Err(TestError::Usage(
-                "the provider is stopped: resync before TestPlatform::stop".into(),
+                "the provider is not running: resync after TestPlatform::start_provider and before TestPlatform::stop".into(),
             ));
         };
         let reconciles = || -> u64 {

@@ -160,14 +160,17 @@ async fn a_go_access_request_is_adopted_without_a_write_and_never_widens_the_gra
 /// reported in its own status while ten others reach Ready; before, it failed every list of
 /// the watch and nothing was reconciled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready() {
+async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
+-> Result<(), TestError> {
     const NS: &str = "project-bad--ws-a";
     let names: Vec<String> = (0..11).map(|i| format!("tenant-{i}")).collect();
-    let cps: Vec<(&str, &str)> = names.iter().map(|n| (NS, n.as_str())).collect();
-    let env = common::env::<Adoptee>(json!({ "pollInterval": "1m" }), &cps).await;
+    let mut platform = common::platform::<Adoptee>(json!({ "pollInterval": "1m" }))
+        .modes([Mode::Standard])
+        .start_without_provider()
+        .await?;
 
     // An older schema that took anything in `spec`, and an object written under it.
-    let crds: Api<CustomResourceDefinition> = Api::all(env.onboarding().client());
+    let crds: Api<CustomResourceDefinition> = Api::all(platform.onboarding().client());
     let crd_name = format!(
         "{}.{}",
         <Adoptee as service_provider::kube::Resource>::plural(&()),
@@ -188,11 +191,15 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
     .await
     .expect("the looser schema");
     let bad = ControlPlaneRef::new(NS, &names[0]);
+    platform
+        .env()
+        .create_control_plane(&bad.namespace, &bad.name)
+        .await?;
     // kube-apiserver swaps a CRD's schema a moment after the CRD changes: until then the
     // create is still checked against the old one (422).
     let resource = ApiResource::erase::<Adoptee>(&());
     let objects: Api<DynamicObject> =
-        Api::namespaced_with(env.onboarding().client(), NS, &resource);
+        Api::namespaced_with(platform.onboarding().client(), NS, &resource);
     eventually("the looser schema to take it", common::TIMEOUT, || async {
         let mut object = DynamicObject::new(&bad.name, &resource).within(NS);
         object.data = json!({ "spec": { "value": 42 } });
@@ -200,23 +207,23 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
     })
     .await
     .expect("the looser schema takes it");
+    let mut good = Vec::new();
     for name in &names[1..] {
-        common::create::<Adoptee>(
-            &env,
-            &ControlPlaneRef::new(NS, name),
-            json!({ "value": "ok" }),
-        )
-        .await;
+        good.push(
+            platform
+                .create_tenant(&format!("{NS}/{name}"), json!({ "value": "ok" }))
+                .await?,
+        );
     }
 
-    let runtime = common::start::<Adoptee>(&env, |_| {}).await;
-    let objects = common::objects::<Adoptee>(&env, &bad);
-    for name in &names[1..] {
-        common::wait(&objects, name, common::ready::<Adoptee>).await;
+    platform.start_provider().await?;
+    for tenant in &good {
+        tenant.wait_ready().await?;
     }
     // The broken one says why, on itself (read untyped: it does not decode).
     let resource = ApiResource::erase::<Adoptee>(&());
-    let raw: Api<DynamicObject> = Api::namespaced_with(env.onboarding().client(), NS, &resource);
+    let raw: Api<DynamicObject> =
+        Api::namespaced_with(platform.onboarding().client(), NS, &resource);
     let reported = eventually("the broken object's status", common::TIMEOUT, || async {
         let o = raw.get(&names[0]).await.ok()?;
         let conditions = o.data["status"]["conditions"].as_array()?;
@@ -237,7 +244,7 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
     );
     assert_eq!(reported.data["status"]["phase"], "Progressing");
     // And as a Warning Event about it.
-    let events: Api<Event> = Api::namespaced(env.onboarding().client(), NS);
+    let events: Api<Event> = Api::namespaced(platform.onboarding().client(), NS);
     eventually("the InvalidObject Event", common::TIMEOUT, || async {
         events
             .list(&ListParams::default())
@@ -254,9 +261,9 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
     .await
     .unwrap();
     // No access was ordered for it.
-    let provider = env.provider().expect("a provider").name().to_owned();
+    let provider = platform.provider_name().to_owned();
     let ars: Api<AccessRequest> = Api::namespaced(
-        env.platform().client(),
+        platform.platform().client(),
         &stable_mcp_namespace(&names[0], NS).unwrap(),
     );
     assert!(
@@ -265,5 +272,6 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
             .unwrap()
             .is_none()
     );
-    common::stop(runtime).await;
+    platform.stop().await;
+    Ok(())
 }

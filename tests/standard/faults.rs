@@ -18,7 +18,8 @@ use service_provider_apiserver::FaultRule;
 use crate::common::{self, TIMEOUT};
 use crate::flaky::Flaky;
 use crate::velero::Velero;
-use service_provider::testing::eventually;
+use service_provider::Mode;
+use service_provider::testing::{TestError, eventually, ready_reason};
 
 const NAMESPACE: &str = "project-faults--ws-a";
 const OBJECTS: usize = 100;
@@ -238,27 +239,25 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panic_fails_one_reconcile_not_the_process() {
-    let names = ["calm-1", "panics", "calm-2"];
-    let cps: Vec<(&str, &str)> = names.iter().map(|n| (NAMESPACE, *n)).collect();
-    let env = common::env::<Flaky>(json!({}), &cps).await;
-    let runtime = common::start::<Flaky>(&env, |_| {}).await;
-    for name in names {
-        common::create::<Flaky>(
-            &env,
-            &ControlPlaneRef::new(NAMESPACE, name),
-            json!({ "panic": name == "panics" }),
-        )
-        .await;
+async fn a_panic_fails_one_reconcile_not_the_process() -> Result<(), TestError> {
+    let platform = common::platform::<Flaky>(json!({}))
+        .modes([Mode::Standard])
+        .start()
+        .await?;
+    let mut tenants = Vec::new();
+    for name in ["calm-1", "panics", "calm-2"] {
+        let spec = json!({ "panic": name == "panics" });
+        tenants.push(
+            platform
+                .create_tenant(&format!("{NAMESPACE}/{name}"), spec)
+                .await?,
+        );
     }
-    let flakies: Api<Flaky> = Api::namespaced(env.onboarding().client(), NAMESPACE);
-    let panicked = common::wait(&flakies, "panics", |o: Option<&Flaky>| {
-        o.and_then(|o| o.status.as_ref())
-            .and_then(|s| s.condition("Ready"))
-            .is_some_and(|c| c.reason == "ReconcilePanicked")
-    })
-    .await
-    .unwrap();
+    let panicked = tenants[1]
+        .wait_until("the panic to be reported", |o| {
+            ready_reason(o) == Some("ReconcilePanicked")
+        })
+        .await?;
     let message = panicked
         .status
         .unwrap()
@@ -270,15 +269,15 @@ async fn a_panic_fails_one_reconcile_not_the_process() {
         message.contains("create_or_update panicked") && message.contains("was told to panic"),
         "{message}"
     );
-    for name in ["calm-1", "calm-2"] {
-        common::wait(&flakies, name, common::ready::<Flaky>).await;
+    for calm in [&tenants[0], &tenants[2]] {
+        calm.wait_ready().await?;
     }
     // Still alive: a new object is served.
-    let cp = ControlPlaneRef::new(NAMESPACE, "late");
-    env.create_control_plane(&cp.namespace, &cp.name)
-        .await
-        .unwrap();
-    common::create::<Flaky>(&env, &cp, json!({})).await;
-    common::wait(&flakies, "late", common::ready::<Flaky>).await;
-    common::stop(runtime).await;
+    platform
+        .create_tenant(&format!("{NAMESPACE}/late"), json!({}))
+        .await?
+        .wait_ready()
+        .await?;
+    platform.stop().await;
+    Ok(())
 }
