@@ -1056,10 +1056,17 @@ impl<P: Reconcile> TestPlatform<P> {
     /// # #[tokio::main(flavor = "multi_thread")]
     /// # async fn main() -> Result<(), service_provider::testing::TestError> {
     /// # let platform = service_provider::testing::TestPlatform::<Hello>::start().await?;
+    /// use service_provider::testing::eventually;
+    ///
     /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "greeting": "world" })).await?;
     /// tenant.wait_ready().await?;
-    /// let metrics = platform.metrics()?;
-    /// assert!(metrics.contains(r#"service_provider_reconciles_total{mode="standard",result="ready"}"#));
+    /// // A reconcile is counted when it returns, a moment after its status write.
+    /// let series = r#"service_provider_reconciles_total{mode="standard",result="ready"}"#;
+    /// let timeout = std::time::Duration::from_secs(30);
+    /// eventually("the Ready reconcile to be counted", timeout, || async {
+    ///     platform.metrics().ok().filter(|metrics| metrics.contains(series))
+    /// })
+    /// .await?;
     /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn metrics(&self) -> Result<String, TestError> {
@@ -1072,18 +1079,27 @@ impl<P: Reconcile> TestPlatform<P> {
     }
 
     /// The value of one series of the provider's [metrics](Self::metrics), named as the text
-    /// format writes it (`name{labels}`); `None` until it has a sample, or once the provider
-    /// is stopped.
+    /// format writes it (`name{labels}`); `None` until it has a sample, or while the provider
+    /// is not running. A reconcile is counted when it returns, after its status write: wait
+    /// for a count with [`eventually`], not right after `wait_ready`.
     ///
     /// ```
     /// # service_provider::__testing_example_provider!();
     /// # #[tokio::main(flavor = "multi_thread")]
     /// # async fn main() -> Result<(), service_provider::testing::TestError> {
     /// # let platform = service_provider::testing::TestPlatform::<Hello>::start().await?;
+    /// use service_provider::testing::eventually;
+    ///
     /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "greeting": "world" })).await?;
     /// tenant.wait_ready().await?;
-    /// let ready = platform.metric(r#"service_provider_reconciles_total{mode="standard",result="ready"}"#);
-    /// assert!(ready >= Some(1.0), "reconciles that ended Ready: {ready:?}");
+    /// // A reconcile is counted when it returns, a moment after its status write.
+    /// let series = r#"service_provider_reconciles_total{mode="standard",result="ready"}"#;
+    /// let timeout = std::time::Duration::from_secs(30);
+    /// let ready = eventually("the Ready reconcile to be counted", timeout, || async {
+    ///     platform.metric(series).filter(|reconciles| *reconciles >= 1.0)
+    /// })
+    /// .await?;
+    /// assert!(ready >= 1.0);
     /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn metric(&self, series: &str) -> Option<f64> {

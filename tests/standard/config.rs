@@ -66,11 +66,13 @@ async fn invalid_version_is_reported_not_retried_and_healed_by_the_provider_conf
             )
             .await?;
     }
-    let invalid_reconciles = || {
-        platform
-            .metric(r#"service_provider_reconciles_total{mode="standard",result="invalid"}"#)
-            .expect("the refused reconciles are counted")
-    };
+    let invalid_series = r#"service_provider_reconciles_total{mode="standard",result="invalid"}"#;
+    // A reconcile is counted when it returns, after the status write waited for above.
+    eventually("the refused reconcile to be counted", TIMEOUT, || async {
+        platform.metric(invalid_series)
+    })
+    .await?;
+    let invalid_reconciles = || platform.metric(invalid_series).unwrap_or_default();
     let status_writes = || {
         platform
             .env()
