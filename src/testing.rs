@@ -367,8 +367,7 @@ pub struct TestPlatformBuilder<P> {
     timeout: Duration,
     provider_name: Option<String>,
     backend: Option<Backend>,
-    concurrency: Option<usize>,
-    reconcile_timeout: Option<Duration>,
+    run: RunSettings,
     _provider: PhantomData<fn() -> P>,
 }
 
@@ -380,8 +379,7 @@ impl<P> fmt::Debug for TestPlatformBuilder<P> {
             .field("timeout", &self.timeout)
             .field("provider_name", &self.provider_name)
             .field("backend", &self.backend)
-            .field("concurrency", &self.concurrency)
-            .field("reconcile_timeout", &self.reconcile_timeout)
+            .field("run", &self.run)
             .finish()
     }
 }
@@ -504,7 +502,7 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
     /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn concurrency(mut self, reconciles: usize) -> Self {
-        self.concurrency = Some(reconciles);
+        self.run.concurrency = Some(reconciles);
         self
     }
 
@@ -523,7 +521,7 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
     /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
-        self.reconcile_timeout = Some(timeout);
+        self.run.reconcile_timeout = Some(timeout);
         self
     }
 
@@ -577,7 +575,7 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
                     .into(),
             ));
         }
-        if self.concurrency == Some(0) {
+        if self.run.concurrency == Some(0) {
             return Err(TestError::Usage(
                 "TestPlatformBuilder::concurrency(0) would reconcile nothing; give at least 1"
                     .into(),
@@ -625,17 +623,14 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
                 timeout: self.timeout,
             }),
             runtime: None,
-            run: RunSettings {
-                concurrency: self.concurrency,
-                reconcile_timeout: self.reconcile_timeout,
-            },
+            run: self.run,
             modes,
         })
     }
 }
 
 /// How the provider runs: the binary's flags a test may set.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct RunSettings {
     concurrency: Option<usize>,
     reconcile_timeout: Option<Duration>,
@@ -702,8 +697,7 @@ impl<P: Reconcile> TestPlatform<P> {
             timeout: DEFAULT_TIMEOUT,
             provider_name: None,
             backend: None,
-            concurrency: None,
-            reconcile_timeout: None,
+            run: RunSettings::default(),
             _provider: PhantomData,
         }
     }

@@ -108,7 +108,9 @@ async fn init_rewrites_stored_objects_at_the_storage_version_and_the_old_one_can
         .await
         .expect("the CRD is created");
     assert_eq!(
-        migrate(&client, CRD, PAGE_SIZE).await.unwrap(),
+        migrate(&client, &crds.get(CRD).await.unwrap(), PAGE_SIZE)
+            .await
+            .unwrap(),
         Migration::Current,
         "one version: nothing to do"
     );
@@ -176,7 +178,9 @@ async fn init_rewrites_stored_objects_at_the_storage_version_and_the_old_one_can
     );
 
     // Two objects per page: three pages.
-    let migrated = migrate(&client, CRD, 2).await.expect("the migration runs");
+    let migrated = migrate(&client, &crds.get(CRD).await.unwrap(), 2)
+        .await
+        .expect("the migration runs");
     assert_eq!(
         migrated,
         Migration::Migrated {
@@ -196,7 +200,12 @@ async fn init_rewrites_stored_objects_at_the_storage_version_and_the_old_one_can
     assert_eq!(stored_versions(&crd), ["v2"]);
 
     // Idempotent: a second run writes nothing.
-    assert_eq!(migrate(&client, CRD, 2).await.unwrap(), Migration::Current);
+    assert_eq!(
+        migrate(&client, &crds.get(CRD).await.unwrap(), 2)
+            .await
+            .unwrap(),
+        Migration::Current
+    );
     assert_eq!(contents(&client, "v2").await, after);
 
     // v1 can go now, and every Gizmo reads at v2.

@@ -149,24 +149,20 @@ fn access_not_permitted(
         surface: Arc::new(WorkspaceSurface::new(inner)),
     };
     let cert = req.extensions().get::<crate::tls::PeerCertificates>();
-    let authenticated =
-        crate::handler::Surface::authenticate(&surface, &target, authorization, cert);
-    let asker = authenticated
-        .as_ref()
-        .map(|user| user.username.clone())
-        .unwrap_or_default();
-    let resp = match authenticated {
-        Err(e) => error_response(&e),
-        Ok(user) => {
-            let attrs = if ri.resource_request {
-                Attributes::resource(&ri.verb, &ri.group, &ri.resource, &ri.namespace, &ri.name)
-                    .with_subresource(&ri.subresource)
-            } else {
-                Attributes::non_resource(&ri.verb, below)
-            };
-            error_response(&attrs.forbidden(&user.username, ACCESS_NOT_PERMITTED))
-        }
-    };
+    let (resp, asker) =
+        match crate::handler::Surface::authenticate(&surface, &target, authorization, cert) {
+            Err(e) => (error_response(&e), String::new()),
+            Ok(user) => {
+                let attrs = if ri.resource_request {
+                    Attributes::resource(&ri.verb, &ri.group, &ri.resource, &ri.namespace, &ri.name)
+                        .with_subresource(&ri.subresource)
+                } else {
+                    Attributes::non_resource(&ri.verb, below)
+                };
+                let resp = error_response(&attrs.forbidden(&user.username, ACCESS_NOT_PERMITTED));
+                (resp, user.username)
+            }
+        };
     shard.counters().record(CounterKey {
         cluster: WORKSPACE_SURFACE.into(),
         verb: ri.verb.clone(),

@@ -159,7 +159,7 @@ pub async fn init<P: ServiceProvider>(
             "onboarding" => onboarding.client().clone(),
             _ => return Err(InitError::UnknownCluster { name, cluster }),
         };
-        install_crd(
+        let installed = install_crd(
             client.clone(),
             &crd,
             &options.provider_name,
@@ -168,13 +168,14 @@ pub async fn init<P: ServiceProvider>(
         )
         .await?;
         tracing::info!(crd = %name, %cluster, "init: CRD installed");
-        let migration = storage_migration::migrate(&client, &name, storage_migration::PAGE_SIZE)
-            .await
-            .map_err(|source| InitError::Migration {
-                name: name.clone(),
-                cluster: cluster.clone(),
-                source,
-            })?;
+        let migration =
+            storage_migration::migrate(&client, &installed, storage_migration::PAGE_SIZE)
+                .await
+                .map_err(|source| InitError::Migration {
+                    name: name.clone(),
+                    cluster: cluster.clone(),
+                    source,
+                })?;
         if let Migration::Migrated {
             storage,
             dropped,
@@ -210,14 +211,14 @@ pub async fn init<P: ServiceProvider>(
 /// with the CRD mutator): created when missing, else its spec replaced whole and its labels and
 /// annotations added — so a CRD a Go provider installed under the same name (controller-gen's
 /// plural) is taken over as it is, not merged with a schema it no longer has — then watches it
-/// until it is Established.
+/// until it is Established, which it returns.
 async fn install_crd(
     client: kube::Client,
     crd: &CustomResourceDefinition,
     field_manager: &str,
     cluster: &str,
     timeout: Duration,
-) -> Result<(), InitError> {
+) -> Result<CustomResourceDefinition, InitError> {
     let name = crd.name_any();
     let api: Api<CustomResourceDefinition> = Api::all(client);
     let crd_error = |source| InitError::Crd {
@@ -253,7 +254,9 @@ async fn install_crd(
     }
     let established = await_condition(api, &name, conditions::is_crd_established());
     match tokio::time::timeout(timeout, established).await {
-        Ok(Ok(_)) => Ok(()),
+        Ok(Ok(Some(crd))) => Ok(crd),
+        // Deleted while it was being waited for: it never became Established.
+        Ok(Ok(None)) => Err(InitError::NotEstablished(name)),
         Ok(Err(err)) => Err(crd_error(watch_error(err))),
         Err(_) => Err(InitError::NotEstablished(name)),
     }

@@ -4,8 +4,8 @@
 //! later release drop an older version from the CRD (it refuses to drop a version objects may
 //! still be stored in).
 //!
-//! `init` runs it after installing each CRD. It is idempotent (nothing is read beyond the CRD
-//! when only the storage version is stored) and resumable: the list is trimmed last, so a run
+//! `init` runs it after installing each CRD. It is idempotent (nothing is read when only the
+//! storage version is stored) and resumable: the list is trimmed last, so a run
 //! that stops half-way leaves it as it was and the next `init` rewrites again. Writing an object
 //! back changes none of its fields; an object written by someone else since it was listed (409)
 //! is already stored at the storage version, one deleted since (404) needs nothing.
@@ -58,18 +58,16 @@ fn api_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> MigrationEr
     move |source| MigrationError::Api { what, source }
 }
 
-/// Migrates the objects of CRD `crd_name` to its storage version, reading `page_size` objects
-/// per request.
+/// Migrates the objects of `crd` (as the API server last returned it) to its storage version,
+/// reading `page_size` objects per request.
 pub async fn migrate(
     client: &kube::Client,
-    crd_name: &str,
+    crd: &CustomResourceDefinition,
     page_size: u32,
 ) -> Result<Migration, MigrationError> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = crds
-        .get(crd_name)
-        .await
-        .map_err(api_error(format!("reading CRD {crd_name}")))?;
+    let crd_name = crd.name_any();
+    let crd_name = crd_name.as_str();
     let storage = crd
         .spec
         .versions
