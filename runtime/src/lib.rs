@@ -7,6 +7,7 @@
 
 // The author's API.
 pub mod context;
+pub mod conversion;
 pub(crate) mod deletion_guard;
 pub mod error;
 pub mod fields;

@@ -104,6 +104,10 @@ pub trait ServiceProvider:
     /// `DeletionBlocked`. See [`DeletionGuard`](crate::DeletionGuard).
     const DELETION_GUARDS: &'static [crate::DeletionGuard] = &[];
 
+    /// The Service API's served versions besides [`INFO.version`](ProviderInfo::version), the hub
+    /// the reconciler sees (`served_version(...)` in the attribute). See [`crate::conversion`].
+    const SERVED_VERSIONS: &'static [crate::conversion::ServedVersion] = &[];
+
     /// What the runtime's AccessRequest asks for in every tenant's MCP cluster (`mcp_access = …`
     /// in the attribute); [`TokenConfig::least_privilege`](crate::openmcp::TokenConfig::least_privilege) unless declared. Applied on every
     /// reconcile as the Go runtime applies its `TokenConfig`; a request that already grants the

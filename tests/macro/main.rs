@@ -35,3 +35,5 @@ mod schema_names;
 mod ship;
 mod structural;
 mod ui;
+#[allow(unreachable_pub)]
+mod versions;

@@ -1,5 +1,6 @@
 //! A kcp provider with a required workload cluster: `cx.workload()` is the cluster itself, and the
-//! kcp manifests are generated.
+//! kcp manifests are generated. It also serves `v1beta1` with the same schema, which kcp converts
+//! without a webhook.
 
 use service_provider::prelude::*;
 
@@ -10,6 +11,7 @@ use service_provider::prelude::*;
     kind = "Database",
     workload_cluster = required,
     kcp,
+    served_version(name = "v1beta1", deprecated),
 )]
 pub struct DatabaseSpec {
     /// Engine version.
@@ -36,6 +38,13 @@ fn main() {
     let manifests = service_provider::manifests::<Database>();
     let schema = manifests.iter().find(|m| m.kind() == "APIResourceSchema").expect("a kcp provider has a schema");
     assert!(schema.name().ends_with(".databases.db.services.example.io"));
+    let versions: Vec<&str> = schema.object["spec"]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["v1", "v1beta1"]);
     let export = manifests.iter().find(|m| m.path == "kcp/apiexport.yaml").unwrap();
     assert_eq!(export.name(), "db.services.example.io");
     assert_eq!(export.object["spec"]["resources"][0]["schema"], schema.name());

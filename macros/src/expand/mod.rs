@@ -190,16 +190,28 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
 
     // ---- The Service API: the author's struct, derived into a CustomResource.
     let derive = derives(krate, &model.derived, &[quote!(#p::kube::CustomResource)]);
-    let shortnames = model.shortnames.iter().map(|s| quote!(shortname = #s,));
-    let categories = model.categories.iter().map(|c| quote!(category = #c,));
-    let columns = model.columns.iter().map(|c| {
+    let shortnames: Vec<TokenStream> = model
+        .shortnames
+        .iter()
+        .map(|s| quote!(shortname = #s,))
+        .collect();
+    let categories: Vec<TokenStream> = model
+        .categories
+        .iter()
+        .map(|c| quote!(category = #c,))
+        .collect();
+    let columns: Vec<TokenStream> = model.columns.iter().map(|c| {
         let (name, type_, json_path) = (&c.name, &c.type_, &c.json_path);
         let description = c.description.as_ref().map(|d| quote!(, description = #d));
         let format = c.format.as_ref().map(|f| quote!(, format = #f));
         let priority = c.priority.as_ref().map(|pr| quote!(, priority = #pr));
         quote!(printcolumn(name = #name, type_ = #type_, json_path = #json_path #description #format #priority),)
-    });
-    let selectable = model.selectable.iter().map(|s| quote!(selectable = #s,));
+    }).collect();
+    let selectable: Vec<TokenStream> = model
+        .selectable
+        .iter()
+        .map(|s| quote!(selectable = #s,))
+        .collect();
     let doc = model.doc.as_ref().map(|d| quote!(doc = #d,));
     let serde_crate_attr = (!model.has_serde_crate).then(|| quote!(#[serde(crate = #serde_crate)]));
     let schemars_crate_attr =
@@ -231,6 +243,86 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
         #camel
         #(#attrs)*
         #vis struct #spec_ident #data
+    };
+
+    // ---- Each other served version: a hidden resource type whose spec is the version's spec type
+    // (the hub's when it declares none), for kube-derive to write its CRD version as it writes the
+    // hub's, and its conversion to and from the hub.
+    let served_versions: Vec<(TokenStream, TokenStream)> = model
+        .served_versions
+        .iter()
+        .map(|served| {
+            let name = &served.name;
+            let mut upper = name.clone();
+            upper[..1].make_ascii_uppercase();
+            let version_root = format!("__{kind}{upper}");
+            let version_spec = format_ident!("__{kind}{upper}Spec");
+            let spec_ty = match &served.spec {
+                Some(spec) => spec.to_token_stream(),
+                None => spec_ident.to_token_stream(),
+            };
+            let deprecated = match &served.deprecated {
+                None => TokenStream::new(),
+                Some(None) => quote!(deprecated,),
+                Some(Some(warning)) => quote!(deprecated = #warning,),
+            };
+            let derive = derives(krate, &[], &[quote!(#p::kube::CustomResource)]);
+            let item = quote! {
+                #derive
+                #[kube(
+                    group = #group,
+                    version = #name,
+                    kind = #kind,
+                    root = #version_root,
+                    plural = #plural,
+                    singular = #singular,
+                    namespaced,
+                    status = #status_kube,
+                    #(#shortnames)*
+                    #(#categories)*
+                    #(#columns)*
+                    #(#selectable)*
+                    #deprecated
+                    #crates
+                )]
+                #[serde(crate = #serde_crate, transparent)]
+                #[schemars(crate = #schemars_crate, transparent)]
+                #[allow(dead_code)]
+                struct #version_spec(#spec_ty);
+            };
+            let version_root = Ident::new(&version_root, Span::call_site());
+            let storage = served.storage;
+            let conversion = match &served.spec {
+                Some(spec) => {
+                    // On the spec type: a missing `From`/`TryFrom` is reported there.
+                    let conversion = respan(quote!(#p::runtime::conversion), spec.span());
+                    quote_spanned! {spec.span()=>
+                        ::core::option::Option::Some(
+                            #conversion::spec_conversion::<#spec, #spec_ident>()
+                        )
+                    }
+                }
+                None => quote!(::core::option::Option::None),
+            };
+            let value = quote! {
+                #p::runtime::conversion::ServedVersion {
+                    name: #name,
+                    storage: #storage,
+                    crd: <#version_root as #p::kube::CustomResourceExt>::crd,
+                    conversion: #conversion,
+                }
+            };
+            (item, value)
+        })
+        .collect();
+    let served_version_items = served_versions.iter().map(|(item, _)| item);
+    let served_versions_const = if served_versions.is_empty() {
+        TokenStream::new()
+    } else {
+        let values = served_versions.iter().map(|(_, value)| value);
+        quote! {
+            const SERVED_VERSIONS: &'static [#p::runtime::conversion::ServedVersion] = &[#(#values),*];
+        }
     };
 
     // ---- The ProviderConfig: common fields + the author's config fields, cluster-scoped.
@@ -343,6 +435,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
                 kcp: #kcp,
             };
             #deletion_guards
+            #served_versions_const
             #access_fns
         }
 
@@ -405,6 +498,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
         #service
         #provider_config
         const _: () = {
+            #(#served_version_items)*
             #impls
 
             #config_check

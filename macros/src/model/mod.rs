@@ -57,6 +57,8 @@ pub(crate) struct Model {
     /// `selectableFields`: JSON paths a field selector may name.
     pub selectable: Vec<String>,
     pub deletion_guards: Vec<DeletionGuard>,
+    /// The served versions besides `version`, the hub.
+    pub served_versions: Vec<ServedVersion>,
     pub config: Option<TypePath>,
     pub status: Option<TypePath>,
     pub workload: Workload,
@@ -192,6 +194,13 @@ pub(crate) fn build(
         .filter_map(|guard| deletion_guard(guard, errors))
         .collect();
 
+    let served_versions = served_versions(
+        &options.served_versions,
+        version.as_deref(),
+        options.kcp,
+        errors,
+    );
+
     // Only a struct with named fields can become a resource's spec.
     let mut named = fields?.clone();
     let mut attrs = emitted_attrs(&item.attrs);
@@ -220,6 +229,7 @@ pub(crate) fn build(
         columns,
         selectable,
         deletion_guards,
+        served_versions,
         config: options.config,
         status: options.status,
         workload: options.workload_cluster.unwrap_or(Workload::None),
@@ -240,6 +250,82 @@ pub(crate) fn build(
         rule_references,
         fields: spec_fields,
     })
+}
+
+/// A `served_version(...)`, checked.
+pub(crate) struct ServedVersion {
+    pub name: String,
+    /// Its own spec type, converted to and from the hub's; `None` when it shares the hub's.
+    pub spec: Option<TypePath>,
+    pub storage: bool,
+    /// `Some` when deprecated, with the warning if one was given.
+    pub deprecated: Option<Option<String>>,
+}
+
+fn served_versions(
+    declared: &[options::ServedVersion],
+    hub: Option<&str>,
+    kcp: bool,
+    errors: &mut Accumulator,
+) -> Vec<ServedVersion> {
+    let mut checked: Vec<ServedVersion> = Vec::new();
+    let mut storage: Option<String> = None;
+    for version in declared {
+        let Some(lit) = &version.name else { continue };
+        let Some(name) = checked_value(lit, names::version, errors) else {
+            continue;
+        };
+        if Some(name.as_str()) == hub {
+            errors.push(error(
+                lit.span(),
+                format!(
+                    "`{name}` is this provider's `version`, the one the reconciler sees; a \
+                     `served_version` names another version the Service API also serves"
+                ),
+            ));
+            continue;
+        }
+        if checked.iter().any(|v| v.name == name) {
+            errors.push(error(
+                lit.span(),
+                format!("`{name}` is already declared by another `served_version`; keep one"),
+            ));
+            continue;
+        }
+        if version.storage {
+            if let Some(first) = &storage {
+                errors.push(error(
+                    version.span,
+                    format!(
+                        "`{first}` is already the storage version; objects are stored at one \
+                         version only: keep `storage` on one `served_version`"
+                    ),
+                ));
+            }
+            storage.get_or_insert_with(|| name.clone());
+        }
+        if kcp && let Some(spec) = &version.spec {
+            errors.push(error(
+                spec.span(),
+                format!(
+                    "`{name}` has its own spec type, so it converts in Rust through a conversion \
+                     webhook, but kcp converts an APIResourceSchema's versions only by declarative \
+                     rules and calls no webhook: serve `{name}` with this spec's schema (leave out \
+                     `spec`) or leave out `kcp`"
+                ),
+            ));
+        }
+        checked.push(ServedVersion {
+            name,
+            spec: version.spec.clone(),
+            storage: version.storage,
+            deprecated: version
+                .deprecated
+                .as_ref()
+                .map(|warning| warning.as_ref().map(LitStr::value)),
+        });
+    }
+    checked
 }
 
 /// A `deletion_guard(...)`, checked, with its plural.

@@ -30,7 +30,10 @@ pub(crate) const OPTIONS: &[&str] = &[
     "crate",
     "selectable",
     "deletion_guard",
+    "served_version",
 ];
+
+const SERVED_VERSION_OPTIONS: &[&str] = &["name", "spec", "storage", "deprecated"];
 
 const GUARD_OPTIONS: &[&str] = &["group", "version", "kind", "plural", "namespace", "labels"];
 
@@ -82,6 +85,18 @@ pub(crate) struct Guard {
     pub labels: Option<LitStr>,
 }
 
+/// One `served_version(...)`, as written.
+pub(crate) struct ServedVersion {
+    /// The `served_version` token, for errors about the whole declaration.
+    pub span: Span,
+    pub name: Option<LitStr>,
+    /// Its own spec type; `None` when it shares the hub's.
+    pub spec: Option<TypePath>,
+    pub storage: bool,
+    /// `deprecated` (`Some(None)`) or `deprecated = "warning"`.
+    pub deprecated: Option<Option<LitStr>>,
+}
+
 /// The options as written, each with the tokens it came from.
 #[derive(Default)]
 pub(crate) struct Options {
@@ -102,6 +117,7 @@ pub(crate) struct Options {
     pub krate: Option<syn::Path>,
     pub selectable: Vec<LitStr>,
     pub deletion_guards: Vec<Guard>,
+    pub served_versions: Vec<ServedVersion>,
 }
 
 /// The closest of `candidates` to `input`, when it is close enough to be a likely typo.
@@ -168,10 +184,12 @@ fn lit_strs(meta: &Meta, name: &str, errors: &mut Accumulator) -> Vec<LitStr> {
 
 /// A type path: `config = VeleroConfig`, `config = crate::api::Config<X>`.
 fn type_path(meta: &NestedMeta, name: &str, errors: &mut Accumulator) -> Option<TypePath> {
-    let how = format!(
-        "`{name}` takes a type path, e.g. `{name} = Velero{}`",
-        if name == "config" { "Config" } else { "Status" }
-    );
+    let example = match name {
+        "config" => "VeleroConfig",
+        "status" => "VeleroStatus",
+        _ => "VeleroSpecV1alpha1",
+    };
+    let how = format!("`{name}` takes a type path, e.g. `{name} = {example}`");
     match meta {
         NestedMeta::Meta(Meta::NameValue(nv)) => match &nv.value {
             Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => Some(TypePath {
@@ -504,6 +522,86 @@ fn deletion_guard(meta: &Meta, errors: &mut Accumulator) -> Option<Guard> {
     })
 }
 
+fn served_version(meta: &Meta, errors: &mut Accumulator) -> Option<ServedVersion> {
+    let how = "write `served_version(name = \"v1alpha1\")` for a version with this spec's schema, \
+               or `served_version(name = \"v1alpha1\", spec = VeleroSpecV1alpha1)` for one with its \
+               own spec type, optionally with `storage` and `deprecated = \"warning\"`";
+    let items = nested_list(meta, "served_version", how, errors)?;
+    let mut version = ServedVersion {
+        span: meta.path().span(),
+        name: None,
+        spec: None,
+        storage: false,
+        deprecated: None,
+    };
+    let mut seen: Vec<String> = Vec::new();
+    for item in &items {
+        let key_path = match item {
+            NestedMeta::Meta(meta) => meta.path(),
+            NestedMeta::NameValueInvalidExpr(invalid) => &invalid.path,
+            NestedMeta::Lit(lit) => {
+                errors.push(error(
+                    lit.span(),
+                    format!("unexpected value in `served_version`: {how}"),
+                ));
+                continue;
+            }
+        };
+        let key = path_to_string(key_path);
+        if !SERVED_VERSION_OPTIONS.contains(&key.as_str()) {
+            let hint = did_you_mean(&key, SERVED_VERSION_OPTIONS)
+                .map(|v| format!("; did you mean `{v}`?"))
+                .unwrap_or_default();
+            errors.push(error(
+                key_path.span(),
+                format!(
+                    "unknown `served_version` option `{key}`{hint} (options: {})",
+                    SERVED_VERSION_OPTIONS.join(", ")
+                ),
+            ));
+            continue;
+        }
+        if seen.contains(&key) {
+            errors.push(error(
+                key_path.span(),
+                format!("duplicate `{key}` in `served_version`"),
+            ));
+            continue;
+        }
+        seen.push(key.clone());
+        match (key.as_str(), item) {
+            ("spec", _) => version.spec = type_path(item, "spec", errors),
+            ("name", NestedMeta::Meta(meta)) => {
+                version.name = lit_str(meta, "name", "v1alpha1", errors)
+            }
+            ("storage", NestedMeta::Meta(meta)) => version.storage = flag(meta, "storage", errors),
+            ("deprecated", NestedMeta::Meta(Meta::Path(_))) => version.deprecated = Some(None),
+            ("deprecated", NestedMeta::Meta(Meta::NameValue(nv))) => match &nv.value {
+                Expr::Lit(ExprLit {
+                    lit: Lit::Str(warning),
+                    ..
+                }) => version.deprecated = Some(Some(warning.clone())),
+                other => errors.push(error(
+                    other.span(),
+                    "`deprecated` is a flag or takes the warning clients see: write `deprecated` \
+                     or `deprecated = \"v1alpha1 is deprecated; use v1alpha2\"`",
+                )),
+            },
+            (_, other) => errors.push(error(
+                other.span(),
+                format!("invalid value for `{key}`: {how}"),
+            )),
+        }
+    }
+    if version.name.is_none() && !seen.iter().any(|k| k == "name") {
+        errors.push(error(
+            version.span,
+            format!("`served_version` is missing `name`: {how}"),
+        ));
+    }
+    Some(version)
+}
+
 /// Parses the attribute arguments. Every problem is pushed to `errors`; the options that could be
 /// read are returned regardless, so later checks can report their own problems too.
 pub(crate) fn parse(args: TokenStream, errors: &mut Accumulator) -> Options {
@@ -532,6 +630,7 @@ pub(crate) fn parse(args: TokenStream, errors: &mut Accumulator) -> Options {
         if name != "printcolumn"
             && name != "selectable"
             && name != "deletion_guard"
+            && name != "served_version"
             && OPTIONS.contains(&name.as_str())
             && seen.insert(name.clone(), path.span()).is_some()
         {
@@ -574,6 +673,7 @@ pub(crate) fn parse(args: TokenStream, errors: &mut Accumulator) -> Options {
                 .extend(lit_strs(meta, "selectable", errors)),
             "printcolumn" => options.printcolumns.extend(column(meta, errors)),
             "deletion_guard" => options.deletion_guards.extend(deletion_guard(meta, errors)),
+            "served_version" => options.served_versions.extend(served_version(meta, errors)),
             "config" => options.config = type_path(item, "config", errors),
             "status" => options.status = type_path(item, "status", errors),
             "workload_cluster" => options.workload_cluster = workload(meta, errors),

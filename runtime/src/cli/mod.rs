@@ -192,15 +192,20 @@ struct GoFlags {
     #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false",
           default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     enable_http2: bool,
-    /// Accepted as Go providers accept it; this provider serves no webhooks.
-    #[arg(long, hide = true)]
+    /// Directory of the conversion webhook's certificate (PEM), served by a provider that
+    /// converts a version of its Service API in Rust; default: controller-runtime's
+    /// <temp dir>/k8s-webhook-server/serving-certs.
+    #[arg(long)]
     webhook_cert_path: Option<PathBuf>,
-    /// Accepted as Go providers accept it; this provider serves no webhooks.
-    #[arg(long, hide = true, default_value = "tls.crt")]
+    /// File name of the certificate in --webhook-cert-path.
+    #[arg(long, default_value = "tls.crt")]
     webhook_cert_name: String,
-    /// Accepted as Go providers accept it; this provider serves no webhooks.
-    #[arg(long, hide = true, default_value = "tls.key")]
+    /// File name of the private key in --webhook-cert-path.
+    #[arg(long, default_value = "tls.key")]
     webhook_cert_key: String,
+    /// Where the conversion webhook listens (controller-runtime's port 9443).
+    #[arg(long, default_value = ":9443")]
+    webhooks_bind_address: String,
 }
 
 impl Default for GoFlags {
@@ -217,22 +222,42 @@ impl Default for GoFlags {
             webhook_cert_path: None,
             webhook_cert_name: "tls.crt".into(),
             webhook_cert_key: "tls.key".into(),
+            webhooks_bind_address: ":9443".into(),
         }
     }
 }
 
 impl GoFlags {
+    /// Where and with which certificate the conversion webhook is served.
+    fn webhook(&self) -> Result<Option<crate::cli::run::WebhookServing>, String> {
+        let Some(addr) = parse_bind_address("webhooks-bind-address", &self.webhooks_bind_address)?
+        else {
+            return Ok(None);
+        };
+        let dir = match &self.webhook_cert_path {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.clone(),
+            _ => std::env::temp_dir().join("k8s-webhook-server/serving-certs"),
+        };
+        Ok(Some(crate::cli::run::WebhookServing {
+            addr,
+            cert: crate::ops::ServingCert::Files {
+                cert: dir.join(&self.webhook_cert_name),
+                key: dir.join(&self.webhook_cert_key),
+            },
+        }))
+    }
+
     /// The metrics certificate `--metrics-secure` asks for; `None` for plain HTTP.
-    fn metrics_tls(&self) -> Option<crate::ops::MetricsCert> {
+    fn metrics_tls(&self) -> Option<crate::ops::ServingCert> {
         if !self.metrics_secure {
             return None;
         }
         Some(match &self.metrics_cert_path {
-            Some(dir) if !dir.as_os_str().is_empty() => crate::ops::MetricsCert::Files {
+            Some(dir) if !dir.as_os_str().is_empty() => crate::ops::ServingCert::Files {
                 cert: dir.join(&self.metrics_cert_name),
                 key: dir.join(&self.metrics_cert_key),
             },
-            _ => crate::ops::MetricsCert::SelfSigned,
+            _ => crate::ops::ServingCert::SelfSigned,
         })
     }
 }
@@ -759,6 +784,9 @@ async fn run_command<P: Reconcile>(
     options.metrics_addr = metrics_addr;
     options.metrics_tls = args.go.metrics_tls();
     options.health_addr = health_addr;
+    if crate::conversion::needs_webhook::<P>() {
+        options.webhook = args.go.webhook()?;
+    }
     options.leader_elect = args.go.leader_elect;
     options.onboarding_controller = names.onboarding_controller.clone();
     options.leader_election_id = args
@@ -1036,7 +1064,7 @@ mod tests {
         assert!(run.go.metrics_secure);
         assert_eq!(
             run.go.metrics_tls(),
-            Some(crate::ops::MetricsCert::SelfSigned)
+            Some(crate::ops::ServingCert::SelfSigned)
         );
         assert_eq!(run.go.health_probe_bind_address, ":8081");
         assert!(!run.go.leader_elect);
@@ -1078,7 +1106,7 @@ mod tests {
         ]);
         assert_eq!(
             run.go.metrics_tls(),
-            Some(crate::ops::MetricsCert::Files {
+            Some(crate::ops::ServingCert::Files {
                 cert: "/certs/c.pem".into(),
                 key: "/certs/tls.key".into()
             })

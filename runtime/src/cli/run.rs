@@ -23,7 +23,7 @@ use crate::modes::kcp::{KcpSettings, KcpSource, ProviderWorkspace};
 use crate::modes::standard::Standard;
 use crate::openmcp::constants::ONBOARDING_RUN_LOCAL_NAME;
 use crate::ops::leader::{LeaderElection, LeaderOptions, lease_name};
-use crate::ops::{Metrics, MetricsCert, Readiness, serve_health, serve_metrics};
+use crate::ops::{Metrics, Readiness, ServingCert, serve_health, serve_metrics, serve_webhook};
 use crate::platform::Platform;
 use crate::reconcile::Reconcile;
 use crate::tenant::Mode;
@@ -42,9 +42,12 @@ pub struct RunOptions {
     /// Where to serve `/metrics`; `None` serves nothing.
     pub metrics_addr: Option<SocketAddr>,
     /// Serve `/metrics` over HTTPS with this certificate (`--metrics-secure`); `None`: HTTP.
-    pub metrics_tls: Option<MetricsCert>,
+    pub metrics_tls: Option<ServingCert>,
     /// Where to serve `/healthz` and `/readyz`; `None` serves nothing.
     pub health_addr: Option<SocketAddr>,
+    /// Where and with which certificate to serve the conversion webhook, when the provider
+    /// converts a version in Rust ([`crate::conversion::needs_webhook`]); `None` serves nothing.
+    pub webhook: Option<WebhookServing>,
     /// Campaign for a Lease per mode instead of reconciling at once.
     pub leader_elect: bool,
     /// Lease settings.
@@ -73,6 +76,7 @@ impl RunOptions {
             metrics_addr: None,
             metrics_tls: None,
             health_addr: None,
+            webhook: None,
             leader_elect: false,
             leader: LeaderOptions::default(),
             leader_election_id: None,
@@ -82,6 +86,15 @@ impl RunOptions {
             reconcile: Options::default(),
         }
     }
+}
+
+/// The conversion webhook's address and certificate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookServing {
+    /// `--webhooks-bind-address` (`:9443`, controller-runtime's webhook port).
+    pub addr: SocketAddr,
+    /// `--webhook-cert-path` with `--webhook-cert-name` and `--webhook-cert-key`.
+    pub cert: ServingCert,
 }
 
 /// Why a provider could not start.
@@ -100,6 +113,11 @@ pub enum StartError {
     /// The metrics certificate is unusable.
     #[error("--metrics-secure: {0}; fix the certificate files or pass --metrics-secure=false")]
     MetricsTls(#[from] crate::ops::tls::TlsError),
+    /// The conversion webhook's certificate is unusable.
+    #[error(
+        "the conversion webhook's certificate: {0}; this provider converts a version of its Service API in Rust and serves POST /convert over HTTPS: mount the certificate the CRD's caBundle trusts and point --webhook-cert-path at its directory (--webhook-cert-name, --webhook-cert-key name the files)"
+    )]
+    WebhookTls(#[source] crate::ops::tls::TlsError),
     /// Onboarding access failed.
     #[error("onboarding access: {0}")]
     Onboarding(#[from] OnboardingError),
@@ -133,6 +151,7 @@ pub struct Runtime<P: Reconcile> {
     options: RunOptions,
     metrics_addr: Option<SocketAddr>,
     health_addr: Option<SocketAddr>,
+    webhook_addr: Option<SocketAddr>,
     modes: Vec<Mode>,
 }
 
@@ -175,6 +194,27 @@ impl<P: Reconcile> Runtime<P> {
             ),
             None => None,
         };
+        let webhook_addr = match &options.webhook {
+            Some(webhook) if crate::conversion::needs_webhook::<P>() => {
+                let tls =
+                    crate::ops::tls::acceptor(&webhook.cert).map_err(StartError::WebhookTls)?;
+                Some(
+                    serve_webhook(
+                        webhook.addr,
+                        tls,
+                        crate::conversion::review::<P>,
+                        shutdown.clone(),
+                    )
+                    .await
+                    .map_err(|source| StartError::Bind {
+                        what: "the conversion webhook",
+                        addr: webhook.addr,
+                        source,
+                    })?,
+                )
+            }
+            _ => None,
+        };
         let platform = Platform::<P>::new(
             platform,
             &options.provider_name,
@@ -191,6 +231,7 @@ impl<P: Reconcile> Runtime<P> {
             metrics = ?metrics_addr,
             metrics_secure = options.metrics_tls.is_some(),
             probes = ?health_addr,
+            conversion_webhook = ?webhook_addr,
             "starting"
         );
         Ok(Runtime {
@@ -202,6 +243,7 @@ impl<P: Reconcile> Runtime<P> {
             options,
             metrics_addr,
             health_addr,
+            webhook_addr,
             modes: Vec::new(),
         })
     }
@@ -229,6 +271,11 @@ impl<P: Reconcile> Runtime<P> {
     /// The bound probe address, if serving.
     pub fn health_addr(&self) -> Option<SocketAddr> {
         self.health_addr
+    }
+
+    /// The bound conversion webhook address, if serving.
+    pub fn webhook_addr(&self) -> Option<SocketAddr> {
+        self.webhook_addr
     }
 
     /// The token that stops everything.

@@ -1,9 +1,12 @@
 //! The two CRDs: kube-derive's output plus the documented openMCP additions.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceColumnDefinition, CustomResourceDefinition,
+    CustomResourceColumnDefinition, CustomResourceConversion, CustomResourceDefinition,
+    WebhookConversion,
 };
 use kube::CustomResourceExt;
+
+use crate::conversion;
 
 use crate::openmcp::constants::{PURPOSE_ONBOARDING, PURPOSE_PLATFORM};
 use crate::provider::ServiceProvider;
@@ -54,9 +57,29 @@ fn label(crd: &mut CustomResourceDefinition, cluster: &str) {
         .insert(CLUSTER_LABEL.into(), cluster.into());
 }
 
-/// The Service API CRD: `P::crd()` with the cluster label `onboarding` and the common columns.
+/// The Service API CRD: `P::crd()` and the CRD of each other served version merged into one (the
+/// hub first, then the others as declared; `storage` on the one objects are stored at), with the
+/// cluster label `onboarding` and the common columns. When a version converts in Rust the CRD's
+/// conversion strategy is `Webhook`, reviewed in `ConversionReview` v1; where the webhook is
+/// reached is the deployment's to say (`init` fills `clientConfig`).
 pub fn service_crd<P: ServiceProvider>() -> CustomResourceDefinition {
     let mut crd = P::crd();
+    let storage = conversion::storage_version::<P>();
+    for served in P::SERVED_VERSIONS {
+        crd.spec.versions.extend((served.crd)().spec.versions);
+    }
+    for version in &mut crd.spec.versions {
+        version.storage = version.name == storage;
+    }
+    if conversion::needs_webhook::<P>() {
+        crd.spec.conversion = Some(CustomResourceConversion {
+            strategy: "Webhook".into(),
+            webhook: Some(WebhookConversion {
+                client_config: None,
+                conversion_review_versions: vec!["v1".into()],
+            }),
+        });
+    }
     label(&mut crd, PURPOSE_ONBOARDING);
     for version in &mut crd.spec.versions {
         version

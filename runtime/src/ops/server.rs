@@ -1,5 +1,6 @@
 //! The provider's HTTP endpoints: `/metrics` on the metrics address, `/healthz` and `/readyz` on
-//! the probe address. A few lines of hyper rather than a web framework: three fixed routes.
+//! the probe address, `/convert` (the conversion webhook) on the webhook address. A few lines of
+//! hyper rather than a web framework: four fixed routes.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -8,14 +9,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
 use http_body_util::Full;
-use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
+
+use kube::core::conversion::ConversionReview;
 
 use crate::ops::metrics::Metrics;
 
@@ -43,7 +46,18 @@ impl Readiness {
     }
 }
 
-type Handler = Arc<dyn Fn(&str) -> Response<Full<Bytes>> + Send + Sync>;
+/// What a route sees of a request: the GET routes read the path only.
+struct Incoming<'a> {
+    method: &'a http::Method,
+    path: &'a str,
+    body: Bytes,
+}
+
+type Handler = Arc<dyn Fn(Incoming<'_>) -> Response<Full<Bytes>> + Send + Sync>;
+
+/// The largest request body read: a `ConversionReview` of a list page of objects (kube-apiserver
+/// sends one review per page; its own request limit is 3 MiB per object).
+const MAX_BODY: usize = 64 << 20;
 
 fn text(
     status: StatusCode,
@@ -71,7 +85,7 @@ pub async fn serve_metrics(
     serve(
         addr,
         tls,
-        Arc::new(move |path: &str| match path {
+        Arc::new(move |request: Incoming<'_>| match request.path {
             "/metrics" => text(
                 StatusCode::OK,
                 metrics.encode(),
@@ -98,7 +112,7 @@ pub async fn serve_health(
     serve(
         addr,
         None,
-        Arc::new(move |path: &str| match path {
+        Arc::new(move |request: Incoming<'_>| match request.path {
             "/healthz" | "/livez" => text(StatusCode::OK, "ok\n", "text/plain"),
             "/readyz" if readiness.is_ready() => text(StatusCode::OK, "ok\n", "text/plain"),
             "/readyz" => text(
@@ -112,6 +126,54 @@ pub async fn serve_health(
                 "text/plain",
             ),
         }),
+        shutdown,
+    )
+    .await
+}
+
+/// Serves the conversion webhook, `POST /convert` answering a `ConversionReview` with `review`
+/// (controller-runtime's contract), over HTTPS on `addr` until `shutdown`; returns the bound
+/// address.
+pub async fn serve_webhook(
+    addr: SocketAddr,
+    tls: TlsAcceptor,
+    review: fn(ConversionReview) -> ConversionReview,
+    shutdown: CancellationToken,
+) -> std::io::Result<SocketAddr> {
+    serve(
+        addr,
+        Some(tls),
+        Arc::new(
+            move |request: Incoming<'_>| match (request.path, request.method) {
+                ("/convert", &http::Method::POST) => {
+                    match serde_json::from_slice::<ConversionReview>(&request.body) {
+                        Ok(asked) => match serde_json::to_vec(&review(asked)) {
+                            Ok(answer) => text(StatusCode::OK, answer, "application/json"),
+                            Err(err) => text(
+                                StatusCode::INTERNAL_SERVER_ERROR,
+                                format!("cannot write the ConversionReview: {err}\n"),
+                                "text/plain",
+                            ),
+                        },
+                        Err(err) => text(
+                            StatusCode::BAD_REQUEST,
+                            format!("the body is not a ConversionReview: {err}\n"),
+                            "text/plain",
+                        ),
+                    }
+                }
+                ("/convert", _) => text(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "POST a ConversionReview to /convert\n",
+                    "text/plain",
+                ),
+                _ => text(
+                    StatusCode::NOT_FOUND,
+                    "not found; the conversion webhook is POST /convert\n",
+                    "text/plain",
+                ),
+            },
+        ),
         shutdown,
     )
     .await
@@ -140,9 +202,32 @@ async fn serve(
             let handler = handler.clone();
             let tls = tls.clone();
             tokio::spawn(async move {
-                let service = service_fn(move |req: Request<Incoming>| {
-                    let response = handler(req.uri().path());
-                    async move { Ok::<_, Infallible>(response) }
+                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let handler = handler.clone();
+                    async move {
+                        let (parts, body) = req.into_parts();
+                        let body =
+                            match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+                                Ok(collected) => collected.to_bytes(),
+                                Err(err) => {
+                                    let status = if err.is::<http_body_util::LengthLimitError>() {
+                                        StatusCode::PAYLOAD_TOO_LARGE
+                                    } else {
+                                        StatusCode::BAD_REQUEST
+                                    };
+                                    return Ok::<_, Infallible>(text(
+                                        status,
+                                        format!("cannot read the request body: {err}\n"),
+                                        "text/plain",
+                                    ));
+                                }
+                            };
+                        Ok(handler(Incoming {
+                            method: &parts.method,
+                            path: parts.uri.path(),
+                            body,
+                        }))
+                    }
                 });
                 let served = match tls {
                     Some(tls) => match tls.accept(stream).await {
@@ -230,31 +315,21 @@ mod tests {
 
     #[tokio::test]
     async fn metrics_are_served_over_https_with_a_self_signed_certificate() {
-        use crate::ops::tls::{MetricsCert, acceptor, self_signed};
+        use crate::ops::tls::{ServingCert, acceptor, self_signed_pem};
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject;
         // A certificate from files, as --metrics-cert-path gives it.
         let dir = std::env::temp_dir().join(format!("sp-metrics-tls-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let (cert, key) = self_signed("localhost").unwrap();
-        let pem = |label: &str, der: &[u8]| {
-            use base64::Engine;
-            let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-            let lines: Vec<&str> = b64
-                .as_bytes()
-                .chunks(64)
-                .map(|c| std::str::from_utf8(c).unwrap())
-                .collect();
-            format!(
-                "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
-                lines.join("\n")
-            )
-        };
-        std::fs::write(dir.join("tls.crt"), pem("CERTIFICATE", &cert)).unwrap();
-        std::fs::write(dir.join("tls.key"), pem("PRIVATE KEY", key.secret_der())).unwrap();
-        let from_files = MetricsCert::Files {
+        let (cert_pem, key_pem) = self_signed_pem("localhost").unwrap();
+        std::fs::write(dir.join("tls.crt"), &cert_pem).unwrap();
+        std::fs::write(dir.join("tls.key"), key_pem).unwrap();
+        let cert = CertificateDer::from_pem_slice(cert_pem.as_bytes()).unwrap();
+        let from_files = ServingCert::Files {
             cert: dir.join("tls.crt"),
             key: dir.join("tls.key"),
         };
-        for (cert, trusted) in [(MetricsCert::SelfSigned, None), (from_files, Some(cert))] {
+        for (cert, trusted) in [(ServingCert::SelfSigned, None), (from_files, Some(cert))] {
             let shutdown = CancellationToken::new();
             let addr = serve_metrics(
                 "127.0.0.1:0".parse().unwrap(),

@@ -1,6 +1,7 @@
-//! HTTPS for `/metrics` (`--metrics-secure`, controller-runtime's default): a certificate from
-//! `--metrics-cert-path`, or else a self-signed one made at start-up, as controller-runtime's
-//! metrics server does when it is given no certificate.
+//! HTTPS for `/metrics` (`--metrics-secure`, controller-runtime's default) and the conversion
+//! webhook: a certificate from `--metrics-cert-path` / `--webhook-cert-path`, or for the metrics
+//! a self-signed one made at start-up, as controller-runtime's metrics server does when it is
+//! given no certificate.
 //!
 //! The self-signed certificate is an ECDSA P-256 key and a minimal X.509 v3 certificate for
 //! `localhost`, written here in DER with `ring` (already in the build through rustls) rather than
@@ -15,14 +16,14 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio_rustls::TlsAcceptor;
 
-/// Where the metrics server's certificate comes from.
+/// Where a server's certificate comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MetricsCert {
+pub enum ServingCert {
     /// A certificate made at start-up for `localhost`, valid for a year (controller-runtime's
     /// behaviour without `--metrics-cert-path`).
     SelfSigned,
     /// PEM files: `--metrics-cert-path` joined with `--metrics-cert-name` and
-    /// `--metrics-cert-key`. Read once at start-up.
+    /// `--metrics-cert-key`, or the same `--webhook-cert-…` flags. Read once at start-up.
     Files {
         /// The certificate chain.
         cert: PathBuf,
@@ -31,7 +32,7 @@ pub enum MetricsCert {
     },
 }
 
-/// Why the metrics server's TLS could not be set up.
+/// Why a server's TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     /// A PEM file could not be read or holds nothing usable.
@@ -43,7 +44,7 @@ pub enum TlsError {
         message: String,
     },
     /// rustls refused the certificate or key.
-    #[error("the metrics certificate: {0}")]
+    #[error("the certificate: {0}")]
     Rustls(#[from] rustls::Error),
     /// The random number generator or the signer failed.
     #[error("cannot make a self-signed certificate: {0}")]
@@ -52,13 +53,13 @@ pub enum TlsError {
 
 /// A TLS acceptor for `cert` that offers HTTP/1.1 only, as Go providers do without
 /// `--enable-http2` (the template's HTTP/2 Rapid Reset mitigation).
-pub fn acceptor(cert: &MetricsCert) -> Result<TlsAcceptor, TlsError> {
+pub fn acceptor(cert: &ServingCert) -> Result<TlsAcceptor, TlsError> {
     let (chain, key) = match cert {
-        MetricsCert::SelfSigned => {
+        ServingCert::SelfSigned => {
             let (cert, key) = self_signed("localhost")?;
             (vec![cert], key)
         }
-        MetricsCert::Files { cert, key } => (read_chain(cert)?, read_key(key)?),
+        ServingCert::Files { cert, key } => (read_chain(cert)?, read_key(key)?),
     };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
@@ -89,6 +90,30 @@ fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
 
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     PrivateKeyDer::from_pem_file(path).map_err(|e| file_error(path, e))
+}
+
+/// A self-signed certificate for `host` (a DNS name) and its PKCS#8 key, in PEM: the files a
+/// server reads with [`ServingCert::Files`], the certificate also the CA bundle a client trusts.
+pub fn self_signed_pem(host: &str) -> Result<(String, String), TlsError> {
+    let (cert, key) = self_signed(host)?;
+    Ok((
+        pem("CERTIFICATE", &cert),
+        pem("PRIVATE KEY", key.secret_der()),
+    ))
+}
+
+fn pem(label: &str, der: &[u8]) -> String {
+    use base64::Engine;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(der);
+    let lines: Vec<&str> = encoded
+        .as_bytes()
+        .chunks(64)
+        .map(|chunk| std::str::from_utf8(chunk).unwrap_or_default())
+        .collect();
+    format!(
+        "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+        lines.join("\n")
+    )
 }
 
 /// A self-signed certificate for `host` (a DNS name) and its PKCS#8 key.
