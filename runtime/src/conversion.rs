@@ -20,6 +20,9 @@ use serde_json::Value;
 
 use crate::provider::ServiceProvider;
 
+/// The path the provider's conversion webhook serves on, as controller-runtime's does.
+pub const CONVERT_PATH: &str = "/convert";
+
 /// A served version of the Service API besides the hub, written by `#[service_provider]` from a
 /// `served_version(...)` option.
 #[derive(Clone, Copy, Debug)]

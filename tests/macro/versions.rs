@@ -297,7 +297,7 @@ async fn the_webhook_answers_a_conversion_review_over_https() -> anyhow::Result<
 
     let dir = std::env::temp_dir().join(format!("sp-conversion-webhook-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let (cert, key) = self_signed_pem("localhost")?;
+    let (cert, key) = self_signed_pem(&["localhost"])?;
     std::fs::write(dir.join("tls.crt"), &cert)?;
     std::fs::write(dir.join("tls.key"), &key)?;
     let tls = acceptor(&ServingCert::Files {
@@ -353,4 +353,36 @@ async fn the_webhook_answers_a_conversion_review_over_https() -> anyhow::Result<
     assert!(message.contains("not a ConversionReview"), "{message}");
     shutdown.cancel();
     Ok(())
+}
+
+#[test]
+fn a_provider_converting_in_rust_may_make_its_certificate_and_mounts_it() {
+    let manifests = service_provider::manifests::<Widget>();
+    let role = manifests
+        .iter()
+        .find(|m| m.path == "platform/clusterrole.yaml")
+        .unwrap();
+    let secret_rules: Vec<&Value> = role.object["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["resources"] == json!(["secrets"]))
+        .collect();
+    assert_eq!(
+        secret_rules,
+        [&json!({ "apiGroups": [""], "resources": ["secrets"], "verbs": ["create"] })]
+    );
+
+    let deployment =
+        service_provider_runtime::manifests::deployment::<Widget>("widget", "widget:1", None);
+    let spec = &deployment[0].object["spec"];
+    assert_eq!(
+        spec["extraVolumes"],
+        json!([{ "name": "webhook-certificate", "secret": { "secretName": "widget-webhook-tls" } }])
+    );
+    assert_eq!(
+        spec["extraVolumeMounts"],
+        json!([{ "name": "webhook-certificate", "mountPath": "/tmp/k8s-webhook-server/serving-certs",
+            "readOnly": true }])
+    );
 }

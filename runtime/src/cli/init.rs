@@ -3,7 +3,8 @@
 //! 1. onboarding access `<group>--onboarding-init` (permissions to install the Service API CRD);
 //! 2. every CRD of the provider, created or its spec replaced (as Go's `CRDManager` does) on the
 //!    cluster its `openmcp.cloud/cluster` label names (`onboarding`: the Service API; `platform`:
-//!    the ProviderConfig), waiting until each is Established, and its objects migrated to its
+//!    the ProviderConfig) — with the conversion webhook's address and CA bundle when a version
+//!    converts in Rust (see [`conversion_webhook`]) — waiting until each is Established, and its objects migrated to its
 //!    storage version when an earlier one is still stored (see [`storage_migration`]), so that
 //!    a later release may drop that version;
 //! 3. the Service API's group/version/kind as `ServiceProvider.status.resources` (what makes the
@@ -22,6 +23,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, ResourceExt};
 
+use super::conversion_webhook::{self, WebhookClientOptions, WebhookError};
 use super::storage_migration::{self, Migration, MigrationError};
 use crate::access::clients::ClientFactory;
 use crate::access::onboarding::{OnboardingError, onboarding_access};
@@ -69,6 +71,9 @@ pub struct InitOptions {
     pub crd_timeout: Duration,
     /// The controller name of the onboarding requests; `None`: the Service API group.
     pub onboarding_controller: Option<String>,
+    /// Where the onboarding cluster's API server reaches the conversion webhook, for a provider
+    /// that converts a version in Rust.
+    pub webhook: WebhookClientOptions,
 }
 
 /// Why `init` failed.
@@ -123,6 +128,9 @@ pub enum InitError {
         /// What failed.
         source: kube::Error,
     },
+    /// The conversion webhook could not be wired into the Service API CRD.
+    #[error("{0}")]
+    Webhook(#[from] WebhookError),
     /// The author's hook failed.
     #[error("the provider's init hook failed: {0}")]
     Hook(Error),
@@ -151,7 +159,8 @@ pub async fn init<P: ServiceProvider>(
     )
     .await?;
 
-    for crd in [service_crd::<P>(), provider_config_crd::<P>()] {
+    for mut crd in [service_crd::<P>(), provider_config_crd::<P>()] {
+        conversion_webhook::wire(&mut crd, info.kind, &platform, &options.webhook).await?;
         let name = crd.name_any();
         let cluster = crd.labels().get(CLUSTER_LABEL).cloned().unwrap_or_default();
         let client = match cluster.as_str() {

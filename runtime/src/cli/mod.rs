@@ -33,6 +33,7 @@
 //! namespace. Every mistake — a bad flag, an unreadable kubeconfig, a missing `POD_NAMESPACE` —
 //! ends with one line on stderr that says what to fix, and a non-zero exit code.
 
+pub mod conversion_webhook;
 #[cfg(feature = "dev")]
 pub mod dev;
 pub mod init;
@@ -52,6 +53,7 @@ use std::time::Duration;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::access::clients::ClientFactory;
+use crate::cli::conversion_webhook::{WEBHOOK_SECRET_SUFFIX, WebhookClientOptions};
 use crate::cli::init::{InitContext, InitHook, InitOptions};
 use crate::cli::run::{RunOptions, Runtime};
 use crate::error::Error;
@@ -206,6 +208,21 @@ struct GoFlags {
     /// Where the conversion webhook listens (controller-runtime's port 9443).
     #[arg(long, default_value = ":9443")]
     webhooks_bind_address: String,
+    /// init: the URL (without path) at which the onboarding cluster's API server reaches the
+    /// conversion webhook, e.g. https://velero-webhook.example.com; without it, the Service
+    /// WEBHOOK_SERVICE_NAME in WEBHOOK_SERVICE_NAMESPACE.
+    #[arg(long)]
+    webhooks_base_url: Option<String>,
+    /// init: the port of the Service WEBHOOK_SERVICE_NAME.
+    #[arg(long, default_value_t = 443)]
+    webhooks_service_port: i32,
+    /// init: leave the CRD's caBundle out (the certificate is from a well-known CA).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_value = "false",
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    webhooks_without_ca: bool,
+    /// init: more names (comma-separated) the self-signed webhook certificate is valid for.
+    #[arg(long, value_delimiter = ',')]
+    webhooks_additional_sans: Vec<String>,
 }
 
 impl Default for GoFlags {
@@ -223,11 +240,41 @@ impl Default for GoFlags {
             webhook_cert_name: "tls.crt".into(),
             webhook_cert_key: "tls.key".into(),
             webhooks_bind_address: ":9443".into(),
+            webhooks_base_url: None,
+            webhooks_service_port: 443,
+            webhooks_without_ca: false,
+            webhooks_additional_sans: Vec::new(),
         }
     }
 }
 
 impl GoFlags {
+    /// Where `init` says the conversion webhook is, with controller-utils' environment.
+    fn webhook_client(&self, provider_name: &str, pod_namespace: &str) -> WebhookClientOptions {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let service = match (
+            env("WEBHOOK_SERVICE_NAME"),
+            env("WEBHOOK_SERVICE_NAMESPACE"),
+        ) {
+            (Some(name), namespace) => {
+                Some((name, namespace.unwrap_or_else(|| pod_namespace.to_owned())))
+            }
+            (None, _) => None,
+        };
+        WebhookClientOptions {
+            base_url: self.webhooks_base_url.clone().filter(|u| !u.is_empty()),
+            service,
+            service_port: self.webhooks_service_port,
+            secret: (
+                env("WEBHOOK_SECRET_NAME")
+                    .unwrap_or_else(|| format!("{provider_name}-{WEBHOOK_SECRET_SUFFIX}")),
+                env("WEBHOOK_SECRET_NAMESPACE").unwrap_or_else(|| pod_namespace.to_owned()),
+            ),
+            without_ca: self.webhooks_without_ca,
+            additional_sans: self.webhooks_additional_sans.clone(),
+        }
+    }
+
     /// Where and with which certificate the conversion webhook is served.
     fn webhook(&self) -> Result<Option<crate::cli::run::WebhookServing>, String> {
         let Some(addr) = parse_bind_address("webhooks-bind-address", &self.webhooks_bind_address)?
@@ -531,7 +578,7 @@ impl<P: Reconcile> App<P> {
         };
         let result = runtime.block_on(async move {
             match command {
-                Some(Command::Init(_)) => self.init_command(&common).await,
+                Some(Command::Init(args)) => self.init_command(&common, &args).await,
                 Some(Command::Run(args)) => {
                     run_command::<P>(&common, &args, &self.names, self.reconcile_timeout).await
                 }
@@ -553,12 +600,15 @@ impl<P: Reconcile> App<P> {
         }
     }
 
-    async fn init_command(&self, common: &Common) -> Result<(), String> {
+    async fn init_command(&self, common: &Common, args: &InitArgs) -> Result<(), String> {
         let platform = platform_client(common).await?;
+        let provider_name = provider_name::<P>(common);
+        let pod_namespace = pod_namespace()?;
         let options = InitOptions {
-            provider_name: provider_name::<P>(common),
+            webhook: args.go.webhook_client(&provider_name, &pod_namespace),
+            provider_name,
             environment: common.environment.clone(),
-            pod_namespace: pod_namespace()?,
+            pod_namespace,
             access_timeout: Duration::from_secs(30 * 60),
             crd_timeout: Duration::from_secs(60),
             onboarding_controller: self.names.onboarding_controller.clone(),

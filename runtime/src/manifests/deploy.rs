@@ -2,6 +2,7 @@
 //! `ServiceProvider` object that makes openmcp-operator run the image, and a sample
 //! `ProviderConfig` to fill in.
 
+use k8s_openapi::api::core::v1::{SecretVolumeSource, Volume, VolumeMount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinitionVersion, JSONSchemaProps, JSONSchemaPropsOrArray,
 };
@@ -17,6 +18,32 @@ use crate::provider::ServiceProvider;
 /// The port `run` serves `/metrics` on by default (`--metrics-bind-address :8080`), which is also
 /// openmcp-operator's default metrics port.
 pub const METRICS_PORT: i32 = 8080;
+
+/// Where `run` reads the conversion webhook's certificate when `--webhook-cert-path` is not given
+/// (controller-runtime's default directory, under the container's `/tmp`).
+pub(crate) const WEBHOOK_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+
+/// Mounts the certificate Secret `init` makes (`<provider-name>-webhook-tls`) where `run` reads it.
+fn mount_webhook_certificate(spec: &mut DeploymentSpec, provider_name: &str) {
+    let volume = "webhook-certificate";
+    spec.extra_volumes.push(Volume {
+        name: volume.to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(format!(
+                "{provider_name}-{}",
+                crate::cli::conversion_webhook::WEBHOOK_SECRET_SUFFIX
+            )),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    spec.extra_volume_mounts.push(VolumeMount {
+        name: volume.to_owned(),
+        mount_path: WEBHOOK_CERT_DIR.to_owned(),
+        read_only: Some(true),
+        ..Default::default()
+    });
+}
 
 /// The `ServiceProvider` object deploying `image` as `provider_name`, and a `ProviderConfig` named
 /// like it: `spec` is `provider_config` when the author gave a sample (`App::dev_samples`), else
@@ -47,6 +74,9 @@ pub fn deployment<P: ServiceProvider>(
         .labels
         .get_or_insert_default()
         .insert(CLUSTER_LABEL.to_owned(), "platform".to_owned());
+    if crate::conversion::needs_webhook::<P>() {
+        mount_webhook_certificate(&mut service_provider.spec, provider_name);
+    }
 
     let info = P::INFO;
     let spec = provider_config.cloned().unwrap_or_else(|| {

@@ -113,6 +113,13 @@ fn sorted(value: &serde_json::Value) -> serde_json::Value {
 pub fn manifests<P: ServiceProvider>() -> Vec<Manifest> {
     let info = P::INFO;
     let export = info.default_api_export_name();
+    let mut platform_role = rbac::cluster_role(&info, Place::Platform, export);
+    if crate::conversion::needs_webhook::<P>() {
+        platform_role
+            .rules
+            .get_or_insert_default()
+            .push(rbac::webhook_certificate_rule());
+    }
     let mut out = vec![
         Manifest::new(
             Place::Onboarding,
@@ -129,11 +136,7 @@ pub fn manifests<P: ServiceProvider>() -> Vec<Manifest> {
             "platform/crd.yaml",
             &provider_config_crd::<P>(),
         ),
-        Manifest::new(
-            Place::Platform,
-            "platform/clusterrole.yaml",
-            &rbac::cluster_role(&info, Place::Platform, export),
-        ),
+        Manifest::new(Place::Platform, "platform/clusterrole.yaml", &platform_role),
     ];
     if info.kcp {
         let schema = api_resource_schema::<P>();

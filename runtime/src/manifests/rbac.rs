@@ -149,6 +149,12 @@ pub(crate) fn onboarding_init_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     ]
 }
 
+/// For a provider that converts a version in Rust, `init` makes the conversion webhook's
+/// certificate Secret when it does not exist (and reads it with the `get` every provider has).
+pub(crate) fn webhook_certificate_rule() -> PolicyRule {
+    rule(CORE, &["secrets"], &[CREATE])
+}
+
 /// Patching the status of CRD `name` only (`init` trims its stored versions).
 fn crd_status_rule(name: &str) -> PolicyRule {
     PolicyRule {

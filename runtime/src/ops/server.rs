@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use kube::core::conversion::ConversionReview;
 
+use crate::conversion::CONVERT_PATH;
 use crate::ops::metrics::Metrics;
 
 /// Whether the provider is ready to serve: set once start-up finished (access obtained, caches
@@ -145,7 +146,7 @@ pub async fn serve_webhook(
         Some(tls),
         Arc::new(
             move |request: Incoming<'_>| match (request.path, request.method) {
-                ("/convert", &http::Method::POST) => {
+                (CONVERT_PATH, &http::Method::POST) => {
                     match serde_json::from_slice::<ConversionReview>(&request.body) {
                         Ok(asked) => match serde_json::to_vec(&review(asked)) {
                             Ok(answer) => text(StatusCode::OK, answer, "application/json"),
@@ -162,7 +163,7 @@ pub async fn serve_webhook(
                         ),
                     }
                 }
-                ("/convert", _) => text(
+                (CONVERT_PATH, _) => text(
                     StatusCode::METHOD_NOT_ALLOWED,
                     "POST a ConversionReview to /convert\n",
                     "text/plain",
@@ -321,7 +322,7 @@ mod tests {
         // A certificate from files, as --metrics-cert-path gives it.
         let dir = std::env::temp_dir().join(format!("sp-metrics-tls-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let (cert_pem, key_pem) = self_signed_pem("localhost").unwrap();
+        let (cert_pem, key_pem) = self_signed_pem(&["localhost"]).unwrap();
         std::fs::write(dir.join("tls.crt"), &cert_pem).unwrap();
         std::fs::write(dir.join("tls.key"), key_pem).unwrap();
         let cert = CertificateDer::from_pem_slice(cert_pem.as_bytes()).unwrap();

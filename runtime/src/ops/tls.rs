@@ -56,7 +56,7 @@ pub enum TlsError {
 pub fn acceptor(cert: &ServingCert) -> Result<TlsAcceptor, TlsError> {
     let (chain, key) = match cert {
         ServingCert::SelfSigned => {
-            let (cert, key) = self_signed("localhost")?;
+            let (cert, key) = self_signed(&["localhost"])?;
             (vec![cert], key)
         }
         ServingCert::Files { cert, key } => (read_chain(cert)?, read_key(key)?),
@@ -92,10 +92,11 @@ fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     PrivateKeyDer::from_pem_file(path).map_err(|e| file_error(path, e))
 }
 
-/// A self-signed certificate for `host` (a DNS name) and its PKCS#8 key, in PEM: the files a
-/// server reads with [`ServingCert::Files`], the certificate also the CA bundle a client trusts.
-pub fn self_signed_pem(host: &str) -> Result<(String, String), TlsError> {
-    let (cert, key) = self_signed(host)?;
+/// A self-signed certificate for `hosts` (DNS names or IP addresses; the first is its common
+/// name) and its PKCS#8 key, in PEM: the files a server reads with [`ServingCert::Files`], the
+/// certificate also the CA bundle a client trusts.
+pub fn self_signed_pem(hosts: &[&str]) -> Result<(String, String), TlsError> {
+    let (cert, key) = self_signed(hosts)?;
     Ok((
         pem("CERTIFICATE", &cert),
         pem("PRIVATE KEY", key.secret_der()),
@@ -116,10 +117,12 @@ fn pem(label: &str, der: &[u8]) -> String {
     )
 }
 
-/// A self-signed certificate for `host` (a DNS name) and its PKCS#8 key.
+/// A self-signed certificate for `hosts` (DNS names or IP addresses; the first is its common
+/// name) and its PKCS#8 key.
 pub fn self_signed(
-    host: &str,
+    hosts: &[&str],
 ) -> Result<(CertificateDer<'static>, PrivateKeyDer<'static>), TlsError> {
+    let host = hosts.first().copied().unwrap_or("localhost");
     let rng = SystemRandom::new();
     let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng)
         .map_err(|_| TlsError::SelfSigned("generating the key"))?;
@@ -143,7 +146,15 @@ pub fn self_signed(
         der::sequence(&[der::oid(OID_EC_PUBLIC_KEY), der::oid(OID_PRIME256V1)]),
         der::bit_string(pair.public_key().as_ref()),
     ]);
-    let san = der::sequence(&[der::tlv(0x82, host.as_bytes())]);
+    let names: Vec<Vec<u8>> = hosts
+        .iter()
+        .map(|h| match h.parse::<std::net::IpAddr>() {
+            Ok(std::net::IpAddr::V4(ip)) => der::tlv(0x87, &ip.octets()),
+            Ok(std::net::IpAddr::V6(ip)) => der::tlv(0x87, &ip.octets()),
+            Err(_) => der::tlv(0x82, h.as_bytes()),
+        })
+        .collect();
+    let san = der::sequence(&names);
     let extensions = der::sequence(&[der::sequence(&[
         der::oid(OID_SUBJECT_ALT_NAME),
         der::tlv(0x04, &san),
@@ -235,7 +246,7 @@ mod tests {
     #[test]
     fn the_self_signed_certificate_verifies_for_localhost() {
         // webpki parses every field and checks the signature, the validity and the name.
-        let (cert, _) = self_signed("localhost").unwrap();
+        let (cert, _) = self_signed(&["localhost"]).unwrap();
         let mut roots = rustls::RootCertStore::empty();
         roots.add(cert.clone()).unwrap();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -250,6 +261,33 @@ mod tests {
             .verify_server_cert(&cert, &[], &name, &[], now)
             .expect("a valid certificate for localhost");
         let other = rustls::pki_types::ServerName::try_from("example.com").unwrap();
+        assert!(
+            verifier
+                .verify_server_cert(&cert, &[], &other, &[], now)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_self_signed_certificate_holds_every_name_and_address_it_is_made_for() {
+        let hosts = ["hello-webhook.system.svc", "hello.example.com", "127.0.0.1"];
+        let (cert, _) = self_signed(&hosts).unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert.clone()).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier =
+            rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .unwrap();
+        use rustls::client::danger::ServerCertVerifier;
+        let now = rustls::pki_types::UnixTime::now();
+        for host in hosts {
+            let name = rustls::pki_types::ServerName::try_from(host).unwrap();
+            verifier
+                .verify_server_cert(&cert, &[], &name, &[], now)
+                .unwrap_or_else(|e| panic!("{host}: {e}"));
+        }
+        let other = rustls::pki_types::ServerName::try_from("localhost").unwrap();
         assert!(
             verifier
                 .verify_server_cert(&cert, &[], &other, &[], now)
