@@ -63,7 +63,9 @@ pub use errors::{
 };
 pub(crate) use errors::{go_string_slice, key};
 pub(crate) use formats::parse_go_duration;
-pub use objectmeta::{NameRule, validate_object_meta, validate_type_meta};
+pub use objectmeta::{
+    NameRule, validate_annotations, validate_labels, validate_object_meta, validate_type_meta,
+};
 pub(crate) use objectmeta::{dns1035_label, dns1123_label, dns1123_subdomain, qualified_name};
 pub use openapi::{OpenApiDocuments, OpenApiResource, crd_definition_name, group_version_path};
 pub use prune::{FieldValidation, strict_error_message, unknown_field_warning};

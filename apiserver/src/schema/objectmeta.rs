@@ -237,6 +237,38 @@ pub(crate) fn parse_group_version(gv: &str) -> Result<(&str, &str), String> {
     }
 }
 
+/// `ValidateLabels`: qualified-name keys and label values, reported at `path`.
+pub fn validate_labels(labels: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (k, v) in labels {
+        for m in qualified_name(k) {
+            errs.push(FieldError::invalid(path, BadValue::str(k.clone()), m));
+        }
+        let v = v.as_str().unwrap_or("");
+        for m in label_value(v) {
+            errs.push(FieldError::invalid(path, BadValue::str(v), m));
+        }
+    }
+    errs
+}
+
+/// `ValidateAnnotations`: qualified-name keys (case-insensitive) and a total size of at most
+/// 256 KiB, reported at `path`.
+pub fn validate_annotations(ann: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut size = 0;
+    for (k, v) in ann {
+        for m in qualified_name(&k.to_lowercase()) {
+            errs.push(FieldError::invalid(path, BadValue::str(k.clone()), m));
+        }
+        size += k.len() + v.as_str().map_or(0, str::len);
+    }
+    if size > 256 * 1024 {
+        errs.push(FieldError::too_long(path, Some(256 * 1024)));
+    }
+    errs
+}
+
 /// `ValidateObjectMetaAccessor` for the `metadata` of an object at `path` (`metadata` for a
 /// resource root). `namespaced` says whether the resource requires a namespace.
 pub fn validate_object_meta(
@@ -300,29 +332,10 @@ pub fn validate_object_meta(
         ));
     }
     if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
-        let p = child(path, "labels");
-        for (k, v) in labels {
-            for m in qualified_name(k) {
-                errs.push(FieldError::invalid(&p, BadValue::str(k.clone()), m));
-            }
-            let v = v.as_str().unwrap_or("");
-            for m in label_value(v) {
-                errs.push(FieldError::invalid(&p, BadValue::str(v), m));
-            }
-        }
+        errs.extend(validate_labels(labels, &child(path, "labels")));
     }
     if let Some(ann) = meta.get("annotations").and_then(Value::as_object) {
-        let p = child(path, "annotations");
-        let mut size = 0;
-        for (k, v) in ann {
-            for m in qualified_name(&k.to_lowercase()) {
-                errs.push(FieldError::invalid(&p, BadValue::str(k.clone()), m));
-            }
-            size += k.len() + v.as_str().map_or(0, str::len);
-        }
-        if size > 256 * 1024 {
-            errs.push(FieldError::too_long(&p, Some(256 * 1024)));
-        }
+        errs.extend(validate_annotations(ann, &child(path, "annotations")));
     }
     if let Some(refs) = meta.get("ownerReferences").and_then(Value::as_array) {
         let p = child(path, "ownerReferences");
