@@ -135,6 +135,9 @@ pub struct ResourceInfo {
     pub source_uid: Option<String>,
     /// Whether this version is the preferred one of its group in discovery.
     pub deprecated: bool,
+    /// The CRD's conversion webhook (`spec.conversion.strategy: Webhook`); `None` converts by
+    /// changing `apiVersion` only.
+    pub conversion: Option<Arc<crate::convert::webhook::WebhookConverter>>,
 }
 
 impl ResourceInfo {

@@ -219,7 +219,7 @@ impl<'a> ClusterApi<'a> {
 
     /// Reads one object as a JSON value in `info`'s version.
     pub fn get_value(&self, info: &ResourceInfo, ns: &str, name: &str) -> ApiResult<Value> {
-        Ok(convert::served_value(info, &*self.get(info, ns, name)?))
+        convert::served_value(info, &*self.get(info, ns, name)?)
     }
 
     /// Lists the objects of a resource (in a namespace, or all).
@@ -306,8 +306,8 @@ impl<'a> ClusterApi<'a> {
         }
     }
 
-    fn finish_value(&self, info: &ResourceInfo, obj: Value) -> Value {
-        let mut stored = convert::to_storage(info, obj);
+    fn finish_value(&self, info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
+        let mut stored = convert::to_storage(info, obj)?;
         if let Some(a) = &self.shard.options().cluster_annotation {
             let m = metadata_mut(&mut stored);
             let ann = m.entry("annotations").or_insert_with(|| json!({}));
@@ -315,7 +315,7 @@ impl<'a> ClusterApi<'a> {
                 o.insert(a.clone(), Value::String(self.cluster.to_string()));
             }
         }
-        stored
+        Ok(stored)
     }
 
     /// Creates an object given in `info`'s version.
@@ -377,7 +377,7 @@ impl<'a> ClusterApi<'a> {
             )?;
             self.validate(info, &obj, None, None)?;
             crate::managed::on_create(info, &mut obj, manager);
-            let stored = self.finish_value(info, obj);
+            let stored = self.finish_value(info, obj)?;
             let key = self.key(info, ns, &name);
             if self.dry_run {
                 if self.shard.store().get(&info.store, &key).is_some() {
@@ -528,7 +528,7 @@ impl<'a> ClusterApi<'a> {
     ) -> ApiResult<Arc<StoredObject>> {
         loop {
             let cur = self.get(info, ns, name)?;
-            let mut v = convert::served_value(info, &cur);
+            let mut v = convert::served_value(info, &cur)?;
             if !f(&mut v)? {
                 return Ok(cur);
             }
@@ -550,7 +550,7 @@ impl<'a> ClusterApi<'a> {
         sub: Option<&str>,
         manager: FieldManager<'_>,
     ) -> ApiResult<Arc<StoredObject>> {
-        let old = convert::served_value(info, cur);
+        let old = convert::served_value(info, cur)?;
         self.decode(info, &mut obj)?;
         strategy::prepare_update(info, &mut obj, &old, sub);
         let allocation = self.allocate_node_ports(info, ns, name, &mut obj, Some(&old))?;
@@ -582,7 +582,7 @@ impl<'a> ClusterApi<'a> {
                     .pointer("/spec/finalizers")
                     .and_then(Value::as_array)
                     .is_some_and(|f| !f.is_empty()));
-        let stored = self.finish_value(info, obj);
+        let stored = self.finish_value(info, obj)?;
         if self.dry_run {
             return StoredObject::build(key, cur.rv, &stored)
                 .map(Arc::new)

@@ -670,6 +670,17 @@ fn default_crd(obj: &mut Value) {
         set_default(obj, "/spec/names/listKind", json!(format!("{kind}List")));
     }
     set_default(obj, "/spec/conversion/strategy", json!("None"));
+    // apiextensions v1 `SetDefaults_ServiceReference`.
+    if obj
+        .pointer("/spec/conversion/webhook/clientConfig/service")
+        .is_some_and(Value::is_object)
+    {
+        set_default(
+            obj,
+            "/spec/conversion/webhook/clientConfig/service/port",
+            json!(443),
+        );
+    }
 }
 
 /// The status kube-apiserver's CRD controllers converge to: accepted names, `NamesAccepted` and

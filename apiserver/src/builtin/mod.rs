@@ -533,6 +533,7 @@ fn build(t: &'static ApiType, preferred: &str) -> ResourceInfo {
         source: "builtin".into(),
         source_uid: None,
         deprecated: false,
+        conversion: None,
     }
 }
 

@@ -174,6 +174,7 @@ pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
         .unwrap_or_default();
     let name = s(crd, "/metadata/name");
     let validators = Validator::for_crd(crd);
+    let conversion = crate::convert::webhook::WebhookConverter::from_crd(crd, &validators);
     let mut out = Vec::new();
     for v in &versions {
         if v.get("served").and_then(Value::as_bool) != Some(true) {
@@ -262,6 +263,7 @@ pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                 .get("deprecated")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            conversion: conversion.clone(),
         }));
     }
     out

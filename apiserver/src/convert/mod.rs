@@ -1,14 +1,27 @@
 //! Conversion between a resource's served versions and its stored representation.
 //!
-//! Custom resources use the `None` strategy (only `apiVersion` changes); events.k8s.io/v1 Events are a
+//! Custom resources use their CRD's strategy: `None` (only `apiVersion` changes) or `Webhook`
+//! ([`webhook`]: the CRD's conversion webhook converts, and conversion can fail, so every function
+//! here that may convert returns a result); events.k8s.io/v1 Events are a
 //! field-renamed view of core/v1 Events, which is how kube-apiserver stores both; autoscaling/v1
 //! HorizontalPodAutoscalers are a CPU-only view of the stored autoscaling/v2 ones.
+
+pub mod webhook;
+pub mod webhook_client;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
+use crate::error::{ApiError, ApiResult};
 use crate::registry::{ResourceInfo, Strategy};
 use crate::store::StoredObject;
+
+/// A failed webhook conversion as kube-apiserver answers it: the converter's error is not an
+/// API status, so it becomes a 500 with no reason and the error as the message
+/// (apiserver `endpoints/handlers/responsewriters/status.go` `ErrorToAPIStatus`).
+fn conversion_failed(message: String) -> ApiError {
+    ApiError::new(500, "", message)
+}
 
 /// core/v1 Event field ↔ events.k8s.io/v1 Event field.
 const EVENT_FIELDS: &[(&str, &str)] = &[
@@ -34,7 +47,12 @@ fn rename(obj: &mut Map<String, Value>, pairs: impl Iterator<Item = (&'static st
 }
 
 /// Converts a request body (in `info`'s served version) to the stored representation.
-pub fn to_storage(info: &ResourceInfo, obj: Value) -> Value {
+pub fn to_storage(info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
+    if let Some(webhook) = &info.conversion {
+        return webhook
+            .convert(obj, &info.storage_api_version)
+            .map_err(conversion_failed);
+    }
     // kcp's APIExports and APIBindings have versions with different fields.
     let mut obj = crate::kcp::convert::to_storage(info, obj);
     if info.strategy == Strategy::EventsV1
@@ -46,7 +64,7 @@ pub fn to_storage(info: &ResourceInfo, obj: Value) -> Value {
         hpa_v1_to_v2(&mut obj);
     }
     obj["apiVersion"] = Value::String(info.storage_api_version.clone());
-    obj
+    Ok(obj)
 }
 
 /// autoscaling/v1 → v2: the CPU target becomes a `Resource` metric (pkg/apis/autoscaling/v1
@@ -105,7 +123,14 @@ fn hpa_v2_to_v1(obj: &mut Value) {
 }
 
 /// Converts a stored object to `info`'s served version.
-pub fn from_storage(info: &ResourceInfo, obj: Value) -> Value {
+pub fn from_storage(info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
+    if let Some(webhook) = &info.conversion {
+        // From the version the object is stored at, which is not the CRD's storage version
+        // when that changed after the object was written.
+        return webhook
+            .convert(obj, &info.api_version())
+            .map_err(conversion_failed);
+    }
     let mut obj = crate::kcp::convert::from_storage(info, obj);
     if info.strategy == Strategy::EventsV1
         && let Value::Object(m) = &mut obj
@@ -133,7 +158,7 @@ pub fn from_storage(info: &ResourceInfo, obj: Value) -> Value {
         hpa_v2_to_v1(&mut obj);
     }
     obj["apiVersion"] = Value::String(info.api_version());
-    obj
+    Ok(obj)
 }
 
 /// Are the stored bytes already the served representation (same apiVersion, no field mapping)?
@@ -187,12 +212,14 @@ fn after_api_version_key(bytes: &[u8]) -> Option<&[u8]> {
 
 /// The stored object as served in `info`'s version: the stored bytes themselves when no conversion
 /// is needed (the common case, zero-copy).
-pub fn served_bytes(info: &ResourceInfo, obj: &StoredObject) -> Bytes {
+pub fn served_bytes(info: &ResourceInfo, obj: &StoredObject) -> ApiResult<Bytes> {
     if stored_form_matches(info, obj) {
-        return obj.bytes.clone();
+        return Ok(obj.bytes.clone());
     }
-    let v = from_storage(info, obj.value());
-    Bytes::from(crate::meta::to_json_go_order(&v).unwrap_or_default())
+    let v = from_storage(info, obj.value())?;
+    Ok(Bytes::from(
+        crate::meta::to_json_go_order(&v).unwrap_or_default(),
+    ))
 }
 
 /// Writes stored objects as the items of one served list: without `kind` and `apiVersion` for a
@@ -219,11 +246,11 @@ impl<'a> ServedItems<'a> {
     }
 
     /// Appends `obj` as an item to `out`.
-    pub fn write(&self, obj: &StoredObject, out: &mut Vec<u8>) {
-        let bytes = served_bytes(self.info, obj);
+    pub fn write(&self, obj: &StoredObject, out: &mut Vec<u8>) -> ApiResult<()> {
+        let bytes = served_bytes(self.info, obj)?;
         let Some(type_meta) = &self.type_meta else {
             out.extend_from_slice(&bytes);
-            return;
+            return Ok(());
         };
         match bytes.strip_prefix(type_meta.as_slice()) {
             Some(rest) => {
@@ -232,26 +259,27 @@ impl<'a> ServedItems<'a> {
             }
             // Stored in another order: rewritten.
             None => out.extend_from_slice(
-                &crate::meta::to_json_go_order(&served_item_value(self.info, obj))
+                &crate::meta::to_json_go_order(&served_item_value(self.info, obj)?)
                     .unwrap_or_default(),
             ),
         }
+        Ok(())
     }
 }
 
 /// An item of a served list (see [`ServedItems`]) as a value.
-pub fn served_item_value(info: &ResourceInfo, obj: &StoredObject) -> Value {
-    let mut value = served_value(info, obj);
+pub fn served_item_value(info: &ResourceInfo, obj: &StoredObject) -> ApiResult<Value> {
+    let mut value = served_value(info, obj)?;
     if info.typed()
         && let Some(map) = value.as_object_mut()
     {
         map.remove("kind");
         map.remove("apiVersion");
     }
-    value
+    Ok(value)
 }
 
 /// The stored object as a served JSON value.
-pub fn served_value(info: &ResourceInfo, obj: &StoredObject) -> Value {
+pub fn served_value(info: &ResourceInfo, obj: &StoredObject) -> ApiResult<Value> {
     from_storage(info, obj.value())
 }

@@ -18,10 +18,14 @@ use crate::selector::{FieldSelector, LabelSelector, field_of};
 use crate::store::{ObjKey, StoredObject};
 
 /// Answers one object in the negotiated representation.
-pub(crate) fn object_response(cx: &Ctx<'_>, code: u16, obj: &StoredObject) -> Response<Body> {
-    match cx.output {
+pub(crate) fn object_response(
+    cx: &Ctx<'_>,
+    code: u16,
+    obj: &StoredObject,
+) -> ApiResult<Response<Body>> {
+    Ok(match cx.output {
         Output::Table => {
-            let v = convert::served_value(&cx.info, obj);
+            let v = convert::served_value(&cx.info, obj)?;
             let rv = obj.rv.to_string();
             value_response(
                 code,
@@ -38,11 +42,11 @@ pub(crate) fn object_response(cx: &Ctx<'_>, code: u16, obj: &StoredObject) -> Re
         }
         Output::Metadata | Output::MetadataProtobuf => value_response(
             code,
-            &table::partial_metadata(&convert::served_value(&cx.info, obj)),
+            &table::partial_metadata(&convert::served_value(&cx.info, obj)?),
             cx.output,
         ),
-        out => bytes_response(code, convert::served_bytes(&cx.info, obj), out),
-    }
+        out => bytes_response(code, convert::served_bytes(&cx.info, obj)?, out),
+    })
 }
 
 /// GET of one object or of a subresource.
@@ -52,11 +56,11 @@ pub(crate) fn get(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
     let obj = api.get(&cx.info, cx.namespace(), &cx.ri.name)?;
     check_visible(cx, &obj)?;
     match cx.ri.subresource.as_str() {
-        "" => Ok(object_response(cx, 200, &obj)),
-        "status" if cx.info.status => Ok(object_response(cx, 200, &obj)),
+        "" => object_response(cx, 200, &obj),
+        "status" if cx.info.status => object_response(cx, 200, &obj),
         "scale" if cx.info.scale.is_some() => Ok(value_response(
             200,
-            &scale_of(&cx.info, &convert::served_value(&cx.info, &obj)),
+            &scale_of(&cx.info, &convert::served_value(&cx.info, &obj)?),
             cx.output,
         )),
         // A custom resource's handler answers a subresource its CRD does not declare as if the
@@ -143,26 +147,27 @@ impl Selectors {
         })
     }
 
-    /// Does a stored object match both selectors (and may the caller see it)?
-    pub(super) fn matches(&self, info: &ResourceInfo, o: &StoredObject) -> bool {
+    /// Does a stored object match both selectors (and may the caller see it)? Fails only when
+    /// a field selector needs the object in the served version and converting it fails.
+    pub(super) fn matches(&self, info: &ResourceInfo, o: &StoredObject) -> ApiResult<bool> {
         if self.visible.as_ref().is_some_and(|f| !f(o)) {
-            return false;
+            return Ok(false);
         }
         if !self.label.matches(|k| o.label(k)) {
-            return false;
+            return Ok(false);
         }
         if self.field.is_empty() {
-            return true;
+            return Ok(true);
         }
         if self.field.only_metadata() {
-            return self.field.matches(|f| match f {
+            return Ok(self.field.matches(|f| match f {
                 "metadata.name" => o.key.name.to_string(),
                 "metadata.namespace" => o.key.namespace.to_string(),
                 _ => String::new(),
-            });
+            }));
         }
-        let v = convert::served_value(info, o);
-        self.field.matches(|f| field_of(&v, f))
+        let v = convert::served_value(info, o)?;
+        Ok(self.field.matches(|f| field_of(&v, f)))
     }
 }
 
@@ -345,6 +350,7 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
     let mut items: Vec<Arc<StoredObject>> = Vec::new();
     let mut more = false;
     let mut remaining: u64 = 0;
+    let mut failed = None;
     let info = cx.info.clone();
     let list_rv = store
         .scan_at(&info.store, snapshot, cluster, ns, after.as_ref(), |o| {
@@ -358,8 +364,14 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
                 }
                 return count_rest;
             }
-            if sel.matches(&info, o) {
-                items.push(o.clone());
+            match sel.matches(&info, o) {
+                Ok(true) => items.push(o.clone()),
+                Ok(false) => {}
+                Err(e) => {
+                    // kube-apiserver fails the list on an item it cannot decode.
+                    failed = Some(e);
+                    return false;
+                }
             }
             true
         })
@@ -376,6 +388,9 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
             ),
             (e, _) => ApiError::internal(e),
         })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     let cont = if more {
         items.last().map(|o| {
             encode_continue(&ContinueToken {
@@ -395,7 +410,7 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
             let vals: Vec<Value> = items
                 .iter()
                 .map(|o| convert::served_value(&info, o))
-                .collect();
+                .collect::<ApiResult<_>>()?;
             let t = table::table(
                 &info,
                 &vals,
@@ -422,7 +437,10 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": meta,
-                "items": items.iter().map(|o| table::partial_metadata(&convert::served_value(&info, o))).collect::<Vec<_>>(),
+                "items": items
+                    .iter()
+                    .map(|o| Ok(table::partial_metadata(&convert::served_value(&info, o)?)))
+                    .collect::<ApiResult<Vec<_>>>()?,
             });
             Ok(value_response(200, &l, cx.output))
         }
@@ -430,7 +448,7 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
             let items: Vec<Value> = items
                 .iter()
                 .map(|o| convert::served_value(&info, o))
-                .collect();
+                .collect::<ApiResult<_>>()?;
             let mut meta = json!({"resourceVersion": rv_s});
             if let Some(c) = &cont {
                 meta["continue"] = json!(c);
@@ -474,7 +492,7 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
                 if i > 0 {
                     buf.push(b',');
                 }
-                served.write(o, &mut buf);
+                served.write(o, &mut buf)?;
             }
             buf.extend_from_slice(b"]}");
             Ok(bytes_response(200, Bytes::from(buf), out))

@@ -43,21 +43,45 @@ struct Encoder {
     include: Include,
     headers_sent: bool,
     plain: bool,
+    /// An event could not be converted to the watched version: the watch has sent its ERROR
+    /// event and ends.
+    failed: bool,
 }
 
 impl Encoder {
-    fn matches(&self, o: &crate::store::StoredObject) -> bool {
+    fn matches(&self, o: &crate::store::StoredObject) -> ApiResult<bool> {
         self.sel.matches(&self.info, o)
     }
 
+    /// Appends the line for an event to `out`, if the watcher sees it. An event that cannot be
+    /// converted (a failing conversion webhook) ends the watch with an ERROR event carrying an
+    /// InternalError, as kube-apiserver's etcd watcher does (apiserver `storage/etcd3/
+    /// watcher.go` `processEvents`, `transformErrorToEvent`).
+    fn encode_into(&mut self, ev: &Event, out: &mut BytesMut) {
+        if self.failed {
+            return;
+        }
+        match self.encode(ev) {
+            Ok(Some(line)) => out.extend_from_slice(&line),
+            Ok(None) => {}
+            Err(e) => {
+                out.extend_from_slice(&self.error_line(&ApiError::internal(&e.message)));
+                self.failed = true;
+            }
+        }
+    }
+
     /// The line for an event, or `None` when the watcher does not see it.
-    fn encode(&mut self, ev: &Event) -> Option<Bytes> {
-        let cur = self.matches(&ev.object);
+    fn encode(&mut self, ev: &Event) -> ApiResult<Option<Bytes>> {
+        let cur = self.matches(&ev.object)?;
         let kind = match ev.kind {
             EventType::Added => cur.then_some(EventType::Added),
             EventType::Deleted => cur.then_some(EventType::Deleted),
             EventType::Modified => {
-                let prev = ev.prev.as_deref().is_some_and(|p| self.matches(p));
+                let prev = match ev.prev.as_deref() {
+                    Some(p) => self.matches(p)?,
+                    None => false,
+                };
                 match (prev, cur) {
                     (true, true) => Some(EventType::Modified),
                     (false, true) => Some(EventType::Added),
@@ -65,13 +89,16 @@ impl Encoder {
                     (false, false) => None,
                 }
             }
-        }?;
+        };
+        let Some(kind) = kind else {
+            return Ok(None);
+        };
         if self.plain && kind == ev.kind && convert::stored_form_matches(&self.info, &ev.object) {
-            return Some(ev.line());
+            return Ok(Some(ev.line()));
         }
-        Some(match self.output {
+        Ok(Some(match self.output {
             Output::Table => {
-                let v = convert::served_value(&self.info, &ev.object);
+                let v = convert::served_value(&self.info, &ev.object)?;
                 let rv = ev.object.rv.to_string();
                 let t = table::table(
                     &self.info,
@@ -85,18 +112,18 @@ impl Encoder {
                 watch_line(kind.as_str(), &serde_json::to_vec(&t).unwrap_or_default())
             }
             Output::Metadata | Output::MetadataProtobuf => {
-                let v = table::partial_metadata(&convert::served_value(&self.info, &ev.object));
+                let v = table::partial_metadata(&convert::served_value(&self.info, &ev.object)?);
                 self.line(kind.as_str(), &v)
             }
             Output::Protobuf => self.line(
                 kind.as_str(),
-                &convert::served_value(&self.info, &ev.object),
+                &convert::served_value(&self.info, &ev.object)?,
             ),
             _ => watch_line(
                 kind.as_str(),
-                &convert::served_bytes(&self.info, &ev.object),
+                &convert::served_bytes(&self.info, &ev.object)?,
             ),
-        })
+        }))
     }
 
     /// One event in the stream's encoding: a JSON line, or a length-prefixed protobuf frame.
@@ -196,6 +223,7 @@ pub(crate) fn watch(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
     };
     let encoder = Encoder {
         plain: matches!(cx.output, Output::Json),
+        failed: false,
         info: cx.info.clone(),
         sel,
         output: if cx.output == Output::Yaml {
@@ -279,11 +307,9 @@ fn stream_body(
     let mut last_rv = stream.start_rv;
     let backlog = std::mem::take(&mut stream.backlog);
     for ev in &backlog {
-        if let Some(line) = enc.encode(ev) {
-            first.extend_from_slice(&line);
-        }
+        enc.encode_into(ev, &mut first);
     }
-    if initial_end {
+    if initial_end && !enc.failed {
         first.extend_from_slice(&enc.bookmark(stream.start_rv, true));
     } else if let Some(ev) = backlog.last() {
         last_rv = last_rv.max(ev.rv);
@@ -303,6 +329,9 @@ fn stream_body(
     );
     let tail = futures::stream::unfold(state, |mut st| async move {
         loop {
+            if st.enc.failed {
+                return None;
+            }
             let wake = match st.next_bookmark {
                 Some(b) if st.bookmarks => st.deadline.min(b),
                 _ => st.deadline,
@@ -312,14 +341,14 @@ fn stream_body(
                     let ev = ev?;
                     let mut buf = BytesMut::new();
                     st.last_rv = st.last_rv.max(ev.rv);
-                    if let Some(l) = st.enc.encode(&ev) { buf.extend_from_slice(&l); }
+                    st.enc.encode_into(&ev, &mut buf);
                     let mut n = 1;
                     let mut yielded = false;
                     while n < BATCH {
                         match st.stream.rx.try_recv() {
                             Ok(ev) => {
                                 st.last_rv = st.last_rv.max(ev.rv);
-                                if let Some(l) = st.enc.encode(&ev) { buf.extend_from_slice(&l); }
+                                st.enc.encode_into(&ev, &mut buf);
                                 n += 1;
                             }
                             // During a burst, give writers one turn to add to the batch: one

@@ -135,7 +135,7 @@ pub(crate) fn create(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         FieldManager::Record(&manager),
     )?;
     Ok(with_warnings(
-        object_response(cx, 201, &o),
+        object_response(cx, 201, &o)?,
         a.take_warnings(),
     ))
 }
@@ -221,7 +221,7 @@ fn write_scale(cx: &Ctx<'_>, scale: &Value) -> ApiResult<Response<Body>> {
     )?;
     Ok(value_response(
         200,
-        &scale_of(&cx.info, &convert::served_value(&cx.info, &o)),
+        &scale_of(&cx.info, &convert::served_value(&cx.info, &o)?),
         cx.output,
     ))
 }
@@ -245,7 +245,7 @@ pub(crate) fn update(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
         FieldManager::Record(&manager),
     )?;
     Ok(with_warnings(
-        object_response(cx, 200, &o),
+        object_response(cx, 200, &o)?,
         a.take_warnings(),
     ))
 }
@@ -312,7 +312,7 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
             match a.create_with(&cx.info, ns, obj, FieldManager::Keep) {
                 Ok(o) => {
                     return Ok(with_warnings(
-                        object_response(cx, 201, &o),
+                        object_response(cx, 201, &o)?,
                         a.take_warnings(),
                     ));
                 }
@@ -320,7 +320,7 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
                 Err(e) => return Err(e),
             }
         };
-        let current = convert::served_value(&cx.info, &cur);
+        let current = convert::served_value(&cx.info, &cur)?;
         if sub == Some("scale") {
             let scale = scale_of(&cx.info, &current);
             let patched = crate::patching::patch(fmt, &cx.info, &scale, &body)?;
@@ -365,7 +365,7 @@ pub(crate) fn patch(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
             Err(e) => return Err(e),
             Ok(o) => {
                 return Ok(with_warnings(
-                    object_response(cx, 200, &o),
+                    object_response(cx, 200, &o)?,
                     a.take_warnings(),
                 ));
             }
@@ -485,7 +485,7 @@ pub(crate) fn delete(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response<Body>> {
             }
             Ok(value_response(200, &success_status(details), cx.output))
         }
-        Deleted::Gone(o) | Deleted::Pending(o) => Ok(object_response(cx, 200, &o)),
+        Deleted::Gone(o) | Deleted::Pending(o) => object_response(cx, 200, &o),
     }
 }
 
@@ -501,7 +501,7 @@ pub(crate) fn delete_collection(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response
     };
     let mut items = Vec::new();
     for o in a.list(&cx.info, ns) {
-        if !sel.matches(&cx.info, &o) {
+        if !sel.matches(&cx.info, &o)? {
             continue;
         }
         match a.delete(
@@ -514,7 +514,7 @@ pub(crate) fn delete_collection(cx: &Ctx<'_>, body: Bytes) -> ApiResult<Response
             },
         ) {
             Ok(Deleted::Gone(d) | Deleted::Pending(d)) => {
-                items.push(convert::served_item_value(&cx.info, &d))
+                items.push(convert::served_item_value(&cx.info, &d)?)
             }
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),

@@ -1138,7 +1138,254 @@ pub fn validate_crd(crd: &Value) -> Vec<FieldError> {
     {
         dns1035(&mut errs, &index("spec.names.categories", i), c);
     }
+    validate_conversion(spec, &mut errs);
     errs
+}
+
+/// `spec.conversion` (apiextensions `validation.go` `validateCustomResourceConversion`). Kube
+/// validates the internal type, whose `webhookClientConfig` and `conversionReviewVersions` sit
+/// directly under `conversion` where v1 has `webhook.clientConfig` and
+/// `webhook.conversionReviewVersions`: the errors name the internal paths, as kube's do.
+fn validate_conversion(spec: &Map<String, Value>, errs: &mut Vec<FieldError>) {
+    let Some(conversion) = spec.get("conversion").and_then(Value::as_object) else {
+        return;
+    };
+    let strategy = str_of(conversion, "strategy");
+    match strategy {
+        "" => errs.push(FieldError::required("spec.conversion.strategy", "")),
+        "None" | "Webhook" => {}
+        other => errs.push(FieldError::not_supported(
+            "spec.conversion.strategy",
+            BadValue::str(other),
+            &["None", "Webhook"],
+        )),
+    }
+    let webhook = conversion.get("webhook").and_then(Value::as_object);
+    let client_config = webhook
+        .and_then(|w| w.get("clientConfig"))
+        .and_then(Value::as_object);
+    let review_versions = webhook.map_or(&[][..], |w| list(w, "conversionReviewVersions"));
+    const CLIENT_CONFIG: &str = "spec.conversion.webhookClientConfig";
+    const REVIEW_VERSIONS: &str = "spec.conversion.conversionReviewVersions";
+    if strategy != "Webhook" {
+        if client_config.is_some() {
+            errs.push(FieldError::forbidden(
+                CLIENT_CONFIG,
+                "should not be set when strategy is not set to Webhook",
+            ));
+        }
+        if !review_versions.is_empty() {
+            errs.push(FieldError::forbidden(
+                REVIEW_VERSIONS,
+                "should not be set when strategy is not set to Webhook",
+            ));
+        }
+        return;
+    }
+    match client_config {
+        None => errs.push(FieldError::required(
+            CLIENT_CONFIG,
+            "required when strategy is set to Webhook",
+        )),
+        Some(cc) => {
+            let url = cc.get("url").and_then(Value::as_str);
+            let service = cc.get("service").and_then(Value::as_object);
+            match (url, service) {
+                (Some(url), None) => validate_webhook_url(&child(CLIENT_CONFIG, "url"), url, errs),
+                (None, Some(svc)) => {
+                    validate_webhook_service(&child(CLIENT_CONFIG, "service"), svc, errs)
+                }
+                _ => errs.push(FieldError::required(
+                    CLIENT_CONFIG,
+                    "exactly one of url or service is required",
+                )),
+            }
+            if let Some(bundle) = cc.get("caBundle").and_then(Value::as_str)
+                && !bundle.is_empty()
+                && let Err(e) = check_ca_bundle(bundle)
+            {
+                errs.push(FieldError::invalid(
+                    &child(CLIENT_CONFIG, "caBundle"),
+                    // Go marshals the []byte to JSON: its base64, quoted.
+                    BadValue::Rendered(Value::String(bundle.to_string()).to_string()),
+                    e,
+                ));
+            }
+        }
+    }
+    validate_review_versions(review_versions, REVIEW_VERSIONS, errs);
+}
+
+/// apiserver `util/webhook/validation.go` `ValidateWebhookURL` (https only).
+fn validate_webhook_url(path: &str, url: &str, errs: &mut Vec<FieldError>) {
+    const FORM: &str = "; desired format: https://host[/path]";
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (authority, after) = match rest.find(['/', '?', '#']) {
+        Some(i) if !url.contains("://") => ("", &rest[i..]),
+        Some(i) => (&rest[..i], &rest[i..]),
+        None if !url.contains("://") => ("", rest),
+        None => (rest, ""),
+    };
+    let (user, host) = match authority.rsplit_once('@') {
+        Some((u, h)) => (Some(u), h),
+        None => (None, authority),
+    };
+    let (before_fragment, fragment) = after.split_once('#').unwrap_or((after, ""));
+    let query = before_fragment.split_once('?').map_or("", |(_, q)| q);
+    if scheme != "https" {
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::str(scheme),
+            format!("'https' is the only allowed URL scheme{FORM}"),
+        ));
+    }
+    if host.is_empty() {
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::str(host),
+            format!("host must be specified{FORM}"),
+        ));
+    }
+    if let Some(user) = user {
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::str(user),
+            "user information is not permitted in the URL",
+        ));
+    }
+    if !fragment.is_empty() {
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::str(fragment),
+            "fragments are not permitted in the URL",
+        ));
+    }
+    if !query.is_empty() {
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::str(query),
+            "query parameters are not permitted in the URL",
+        ));
+    }
+}
+
+/// apiserver `util/webhook/validation.go` `ValidateWebhookService` (the port defaults to 443).
+fn validate_webhook_service(path: &str, svc: &Map<String, Value>, errs: &mut Vec<FieldError>) {
+    if str_of(svc, "name").is_empty() {
+        errs.push(FieldError::required(&child(path, "name"), ""));
+    }
+    if str_of(svc, "namespace").is_empty() {
+        errs.push(FieldError::required(&child(path, "namespace"), ""));
+    }
+    let port = svc.get("port").and_then(Value::as_i64).unwrap_or(443);
+    if !(1..=65535).contains(&port) {
+        errs.push(FieldError::invalid(
+            &child(path, "port"),
+            BadValue::Json(port.into()),
+            "port is not valid: must be between 1 and 65535, inclusive",
+        ));
+    }
+    let Some(url_path) = svc.get("path").and_then(Value::as_str) else {
+        return;
+    };
+    let path_field = child(path, "path");
+    if url_path.is_empty() || url_path == "/" {
+        return;
+    }
+    if url_path == "//" {
+        errs.push(FieldError::invalid(
+            &path_field,
+            BadValue::str(url_path),
+            "segment[0] may not be empty",
+        ));
+        return;
+    }
+    if !url_path.starts_with('/') {
+        errs.push(FieldError::invalid(
+            &path_field,
+            BadValue::str(url_path),
+            "must start with a '/'",
+        ));
+    }
+    let check = url_path.get(1..).unwrap_or_default();
+    let check = check.strip_suffix('/').unwrap_or(check);
+    for (i, step) in check.split('/').enumerate() {
+        if step.is_empty() {
+            errs.push(FieldError::invalid(
+                &path_field,
+                BadValue::str(url_path),
+                format!("segment[{i}] may not be empty"),
+            ));
+            continue;
+        }
+        for failure in dns1123_subdomain(step) {
+            errs.push(FieldError::invalid(
+                &path_field,
+                BadValue::str(url_path),
+                format!("segment[{i}]: {failure}"),
+            ));
+        }
+    }
+}
+
+/// client-go's check of a CA bundle (`transport.TLSConfigFor`): PEM with at least one
+/// certificate.
+fn check_ca_bundle(bundle_base64: &str) -> Result<(), String> {
+    use base64::Engine;
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    const PREFIX: &str = "unable to load root certificates";
+    let Ok(pem) = base64::engine::general_purpose::STANDARD.decode(bundle_base64) else {
+        return Err(format!("{PREFIX}: unable to parse bytes as PEM block"));
+    };
+    let certs: Vec<CertificateDer<'_>> = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("{PREFIX}: unable to parse bytes as PEM block"))?;
+    if certs.is_empty() {
+        return Err(format!("{PREFIX}: unable to parse bytes as PEM block"));
+    }
+    for c in &certs {
+        if x509_parser::parse_x509_certificate(c).is_err() {
+            return Err(format!(
+                "{PREFIX}: failed to parse certificate: x509: malformed certificate"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// apiextensions `validation.go` `validateConversionReviewVersions`, for a new CRD (a
+/// recognised version required).
+fn validate_review_versions(versions: &[Value], path: &str, errs: &mut Vec<FieldError>) {
+    if versions.is_empty() {
+        errs.push(FieldError::required(path, ""));
+        return;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut accepted = false;
+    for (i, v) in versions.iter().enumerate() {
+        let v = v.as_str().unwrap_or_default();
+        if !seen.insert(v) {
+            errs.push(FieldError::invalid(
+                &index(path, i),
+                BadValue::str(v),
+                "duplicate version",
+            ));
+            continue;
+        }
+        for e in dns1035_label(v) {
+            errs.push(FieldError::invalid(&index(path, i), BadValue::str(v), e));
+        }
+        accepted |= crate::convert::webhook::SUPPORTED_REVIEW_VERSIONS.contains(&v);
+    }
+    if !accepted {
+        errs.push(FieldError::invalid(
+            path,
+            // Go marshals the []string to JSON.
+            BadValue::Rendered(Value::from(versions.to_vec()).to_string()),
+            "must include at least one of v1, v1beta1",
+        ));
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ mod apply;
 mod builtins;
 mod certs;
 mod common;
+mod conversion;
 mod crd;
 mod crud;
 mod delete;
