@@ -352,28 +352,42 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
     let mut remaining: u64 = 0;
     let mut failed = None;
     let info = cx.info.clone();
+    // Whether the page goes on after `o`.
+    let mut take = |o: &Arc<StoredObject>| {
+        // Once the page is full, any object after it means more, matching or not: like
+        // etcd's range, kube-apiserver does not look ahead for a match, so a selective list
+        // may end with a continue token and an empty last page.
+        if limit > 0 && items.len() == limit {
+            more = true;
+            if count_rest {
+                remaining += 1;
+            }
+            return count_rest;
+        }
+        match sel.matches(&info, o) {
+            Ok(true) => items.push(o.clone()),
+            Ok(false) => {}
+            Err(e) => {
+                // kube-apiserver fails the list on an item it cannot decode.
+                failed = Some(e);
+                return false;
+            }
+        }
+        true
+    };
+    // A field selector on a converted field may call a conversion webhook: that call must not
+    // hold the store's lock, so the objects are selected after the scan.
+    let select_after_scan =
+        info.conversion.is_some() && !sel.field.is_empty() && !sel.field.only_metadata();
+    let mut scanned: Vec<Arc<StoredObject>> = Vec::new();
     let list_rv = store
         .scan_at(&info.store, snapshot, cluster, ns, after.as_ref(), |o| {
-            // Once the page is full, any object after it means more, matching or not: like
-            // etcd's range, kube-apiserver does not look ahead for a match, so a selective list
-            // may end with a continue token and an empty last page.
-            if limit > 0 && items.len() == limit {
-                more = true;
-                if count_rest {
-                    remaining += 1;
-                }
-                return count_rest;
+            if select_after_scan {
+                scanned.push(o.clone());
+                true
+            } else {
+                take(o)
             }
-            match sel.matches(&info, o) {
-                Ok(true) => items.push(o.clone()),
-                Ok(false) => {}
-                Err(e) => {
-                    // kube-apiserver fails the list on an item it cannot decode.
-                    failed = Some(e);
-                    return false;
-                }
-            }
-            true
         })
         .map_err(|e| match (e, at) {
             (crate::store::StoreError::Expired { .. }, ReadAt::Continue(_)) => ApiError::new(
@@ -388,6 +402,11 @@ pub(crate) fn list(cx: &Ctx<'_>) -> ApiResult<Response<Body>> {
             ),
             (e, _) => ApiError::internal(e),
         })?;
+    for o in &scanned {
+        if !take(o) {
+            break;
+        }
+    }
     if let Some(e) = failed {
         return Err(e);
     }

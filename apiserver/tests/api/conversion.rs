@@ -10,11 +10,11 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use http_body_util::{BodyExt, Full};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Client;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
     WatchEvent, WatchParams,
 };
+use kube::{Client, ResourceExt};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
@@ -212,7 +212,7 @@ fn knob_crd(client_config: Value) -> Value {
             "scope": "Namespaced",
             "versions": [
                 {"name": "v1", "served": true, "storage": false, "schema": schema("size"),
-                 "subresources": {"status": {}}},
+                 "subresources": {"status": {}}, "selectableFields": [{"jsonPath": ".spec.size"}]},
                 {"name": "v2", "served": true, "storage": true, "schema": schema("length"),
                  "subresources": {"status": {}}},
             ],
@@ -393,6 +393,14 @@ async fn list_and_watch_at_the_non_storage_version_convert() {
             ("conv.example.com/v1".to_string(), 1)
         ]
     );
+
+    // A field selector selects on the converted objects.
+    let selected = v1
+        .list(&ListParams::default().fields("spec.size=2"))
+        .await
+        .unwrap();
+    let names: Vec<_> = selected.items.iter().map(|k| k.name_any()).collect();
+    assert_eq!(names, ["b"]);
 
     let mut events = v1
         .watch(
