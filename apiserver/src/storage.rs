@@ -307,7 +307,14 @@ impl<'a> ClusterApi<'a> {
     }
 
     fn finish_value(&self, info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
-        let mut stored = convert::to_storage(info, obj)?;
+        // A dry run is never encoded for storage (apiserver `registry/generic/registry/
+        // dryrun.go` copies the object instead), so it calls no conversion webhook; the object
+        // stays in the request's version, which is also what it answers.
+        let mut stored = if self.dry_run && info.conversion.is_some() {
+            obj
+        } else {
+            convert::to_storage(info, obj)?
+        };
         if let Some(a) = &self.shard.options().cluster_annotation {
             let m = metadata_mut(&mut stored);
             let ann = m.entry("annotations").or_insert_with(|| json!({}));

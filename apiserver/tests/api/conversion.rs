@@ -456,6 +456,18 @@ async fn a_failing_webhook_fails_reads_writes_and_watches_as_kube_does() {
         "conversion webhook for conv.example.com/v1, Kind=Knob failed: knobs do not turn today"
     );
     assert!(v2.get_opt("b").await.unwrap().is_none(), "nothing stored");
+    // A dry run is not encoded for storage, so it needs no conversion.
+    let dry = v1
+        .create(
+            &PostParams {
+                dry_run: true,
+                ..Default::default()
+            },
+            &knob("c", "v1", json!({"size": 3})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(dry.data["spec"], json!({"size": 3}));
     let e = api_error(v1.list(&ListParams::default()).await);
     assert_eq!(e.code, 500);
 
