@@ -35,5 +35,7 @@ mod schema_names;
 mod ship;
 mod structural;
 mod ui;
-#[allow(unreachable_pub)]
 mod versions;
+#[allow(unreachable_pub)]
+#[path = "../support/widget.rs"]
+mod widget;

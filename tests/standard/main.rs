@@ -18,6 +18,7 @@ mod eso;
 mod adopt;
 mod common;
 mod config;
+mod conversion;
 mod deletion_guard;
 mod faults;
 mod flaky;
@@ -37,6 +38,9 @@ mod storage_migration;
 mod takeover;
 mod testkit;
 mod timeout;
+#[allow(dead_code, unreachable_pub)]
+#[path = "../support/widget.rs"]
+mod widget;
 // Shared with the other end-to-end binary, which uses other parts of it.
 #[allow(dead_code)]
 #[path = "../support/mod.rs"]

@@ -37,6 +37,7 @@ fn provider_process() {
     let args: Vec<String> = serde_json::from_str(&args).expect("SP_TEST_ARGS is a JSON list");
     let code = match std::env::var("SP_TEST_PROVIDER").as_deref() {
         Ok("flaky") => service_provider::App::<Flaky>::new().run_with_args(args),
+        Ok("widget") => service_provider::App::<crate::widget::Widget>::new().run_with_args(args),
         // The template's Go provider, written with this framework.
         Ok("takeover") => crate::takeover::app().run_with_args(args),
         // The names service-provider-velero's main.go chose, for taking over from it.
@@ -246,8 +247,13 @@ impl<'e> Operated<'e> {
 
     /// The init Job's container, run to its end: its exit status and stderr.
     pub(crate) async fn init(&self) -> (ExitStatus, String) {
+        self.init_with(&["init"]).await
+    }
+
+    /// The init Job's container with the ServiceProvider's `initCommand` `command`.
+    pub(crate) async fn init_with(&self, command: &[&str]) -> (ExitStatus, String) {
         let env = self.pod_env(&format!("sp-{}-init-x7k2p", self.provider));
-        let args = operator_args(&["init"], self.provider);
+        let args = operator_args(command, self.provider);
         run_to_end(self.app, &strs(&args), &pairs(&env)).await
     }
 
@@ -256,10 +262,17 @@ impl<'e> Operated<'e> {
     /// port (`deployment.go`). The probe port comes from the ServiceProvider's runCommand (the
     /// operator appends after it), so that parallel tests on this machine never share :8081.
     pub(crate) fn run(&self, pod: &str, replicas: u32) -> Deployed {
+        self.run_with(pod, replicas, &[])
+    }
+
+    /// The Deployment's container with `flags` added to the ServiceProvider's `runCommand`.
+    pub(crate) fn run_with(&self, pod: &str, replicas: u32, flags: &[&str]) -> Deployed {
         let probe_port = common::free_port();
         let metrics_port = common::free_port();
         let probe_flag = format!("--health-probe-bind-address=:{probe_port}");
-        let mut args = operator_args(&["run", &probe_flag], self.provider);
+        let mut command = vec!["run", &probe_flag];
+        command.extend(flags);
+        let mut args = operator_args(&command, self.provider);
         if replicas > 1 {
             args.push("--leader-elect=true".into());
         }
