@@ -10,11 +10,11 @@ use service_provider::dev::TestEnv;
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
 use service_provider::kube::core::GroupVersionKind;
-use service_provider::testing::eventually;
+use service_provider::testing::{TestError, TestPlatform, eventually};
 
 use crate::common::{self, TIMEOUT};
 use crate::process::Operated;
-use crate::widget::Widget;
+use crate::widget::{Size, Widget, WidgetSpec};
 
 const CRD: &str = "widgets.widgets.versions.test";
 
@@ -146,4 +146,32 @@ async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
     );
 
     let _ = std::fs::remove_dir_all(&certs);
+}
+
+/// The test kit serves a provider's conversion webhook as `run` would and wires the CRD to it, so
+/// a provider converting in Rust is tested as any other: its objects read at every version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_test_kit_serves_the_conversion_webhook() -> Result<(), TestError> {
+    let platform = TestPlatform::<Widget>::start().await?;
+    let spec = WidgetSpec {
+        size: Size { millimetres: 25 },
+        colour: "blue".into(),
+    };
+    let tenant = platform.create_tenant("tenant-a", spec).await?;
+    tenant.wait_ready().await?;
+    let stored = Api::<DynamicObject>::namespaced_with(
+        platform.onboarding().client(),
+        tenant.namespace(),
+        &widget_resource("v1alpha1"),
+    )
+    .get("tenant-a")
+    .await
+    .expect("the Widget at v1alpha1");
+    assert_eq!(
+        stored.data["spec"],
+        json!({ "sizeMm": 25, "color": "blue" })
+    );
+    assert_eq!(stored.data["status"]["phase"], "Ready");
+    platform.stop().await;
+    Ok(())
 }

@@ -10,9 +10,12 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, WebhookClientConfig,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::conversion::ConversionReview;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -61,6 +64,9 @@ struct ProviderSetup {
     config_api: ApiResource,
     config_spec: serde_json::Value,
     initialized: bool,
+    /// The provider's answer to a `ConversionReview`, when a version converts in Rust: the
+    /// environment serves it as the provider's conversion webhook.
+    conversion: Option<fn(ConversionReview) -> ConversionReview>,
 }
 
 /// Builds a [`TestEnv`].
@@ -185,6 +191,8 @@ impl TestEnvBuilder {
             config_api: ApiResource::erase::<P::ProviderConfig>(&()),
             config_spec: spec,
             initialized: true,
+            conversion: crate::conversion::needs_webhook::<P>()
+                .then_some(crate::conversion::review::<P> as fn(_) -> _),
         });
         self
     }
@@ -327,6 +335,8 @@ pub struct ProviderEnv {
     platform_kubeconfig: String,
     pod_namespace: String,
     kcp_kubeconfig_secret: Option<String>,
+    /// Stops the conversion webhook the environment serves for the provider, if any.
+    _conversion_webhook: Option<std::sync::Arc<tokio_util::sync::DropGuard>>,
 }
 
 impl ProviderEnv {
@@ -780,6 +790,34 @@ async fn install_crds(
     Ok(())
 }
 
+/// The provider's conversion webhook as `run` serves it, on a local port with a self-signed
+/// certificate, and the client config `init` would write into the CRD for it.
+async fn serve_conversion_webhook(
+    review: fn(ConversionReview) -> ConversionReview,
+) -> Result<(tokio_util::sync::DropGuard, WebhookClientConfig), DevError> {
+    let (cert, key) = crate::ops::tls::self_signed_pem(&["localhost"])
+        .map_err(|e| DevError::Start(format!("the conversion webhook's certificate: {e}")))?;
+    let tls = crate::ops::tls::acceptor(&crate::ops::ServingCert::Pem {
+        cert: cert.clone(),
+        key,
+    })
+    .map_err(|e| DevError::Start(format!("the conversion webhook's certificate: {e}")))?;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let addr = crate::ops::serve_webhook(([127, 0, 0, 1], 0).into(), tls, review, shutdown.clone())
+        .await
+        .map_err(|e| DevError::Start(format!("serving the conversion webhook: {e}")))?;
+    let client_config = WebhookClientConfig {
+        url: Some(format!(
+            "https://localhost:{}{}",
+            addr.port(),
+            crate::conversion::CONVERT_PATH
+        )),
+        ca_bundle: Some(k8s_openapi::ByteString(cert.into_bytes())),
+        ..Default::default()
+    };
+    Ok((shutdown.drop_guard(), client_config))
+}
+
 /// What `init` would have done for the provider, plus its platform identity.
 async fn setup_provider(
     p: &ProviderSetup,
@@ -814,7 +852,22 @@ async fn setup_provider(
         }
     }
     let pc = platform.client();
+    let mut conversion_webhook = None;
     if p.initialized {
+        if let Some(review) = p.conversion {
+            let (guard, client_config) = serve_conversion_webhook(review).await?;
+            for crd in &mut onboarding_crds {
+                if let Some(webhook) = crd
+                    .spec
+                    .conversion
+                    .as_mut()
+                    .and_then(|c| c.webhook.as_mut())
+                {
+                    webhook.client_config = Some(client_config.clone());
+                }
+            }
+            conversion_webhook = Some(std::sync::Arc::new(guard));
+        }
         install_crds(platform, platform_crds, timeout).await?;
         install_crds(onboarding, onboarding_crds, timeout).await?;
         // The ProviderConfig named like the provider.
@@ -964,5 +1017,6 @@ async fn setup_provider(
             &token,
         ),
         pod_namespace: pod_namespace.to_string(),
+        _conversion_webhook: conversion_webhook,
     })
 }

@@ -30,6 +30,13 @@ pub enum ServingCert {
         /// The private key.
         key: PathBuf,
     },
+    /// PEM in memory, e.g. made by [`self_signed_pem`] for a server a test starts.
+    Pem {
+        /// The certificate chain.
+        cert: String,
+        /// The private key.
+        key: String,
+    },
 }
 
 /// Why a server's TLS could not be set up.
@@ -60,6 +67,19 @@ pub fn acceptor(cert: &ServingCert) -> Result<TlsAcceptor, TlsError> {
             (vec![cert], key)
         }
         ServingCert::Files { cert, key } => (read_chain(cert)?, read_key(key)?),
+        ServingCert::Pem { cert, key } => {
+            let pem_error = |e: rustls::pki_types::pem::Error| TlsError::File {
+                path: "(in memory)".to_owned(),
+                message: e.to_string(),
+            };
+            let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(pem_error)?;
+            (
+                chain,
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(pem_error)?,
+            )
+        }
     };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
