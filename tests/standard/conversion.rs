@@ -47,6 +47,27 @@ async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
         .expect("the simulated platform starts");
     let operated = Operated::new("widget", &env);
 
+    // The previous release served v1 only, stored there, and a tenant has a Widget.
+    let crds = Api::<CustomResourceDefinition>::all(env.onboarding().client());
+    let mut previous = service_provider::manifests::service_crd::<Widget>();
+    previous.spec.versions.retain(|v| v.name == "v1");
+    previous.spec.versions[0].storage = true;
+    previous.spec.conversion = None;
+    crds.create(&PostParams::default(), &previous)
+        .await
+        .unwrap();
+    let namespace = "project-w--ws-a";
+    let mut old = DynamicObject::new("old", &widget_resource("v1"));
+    old.data = json!({ "spec": { "size": { "millimetres": 7 }, "colour": "red" } });
+    eventually("the previous CRD to serve", TIMEOUT, || async {
+        widgets(&env, "v1", namespace)
+            .create(&PostParams::default(), &old)
+            .await
+            .ok()
+    })
+    .await
+    .unwrap();
+
     // Without an address for the webhook, init stops and says what to pass.
     let (status, stderr) = operated.init().await;
     assert_eq!(status.code(), Some(1), "init must fail:\n{stderr}");
@@ -78,6 +99,13 @@ async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
     );
     assert_eq!(client_config.ca_bundle, Some(data["tls.crt"].clone()));
     assert_eq!(webhook.conversion_review_versions, ["v1"]);
+    // init leaves the migration to run: nothing serves the webhook yet.
+    let stored_versions =
+        |crd: CustomResourceDefinition| crd.status.unwrap().stored_versions.unwrap();
+    assert_eq!(
+        stored_versions(crds.get(CRD).await.unwrap()),
+        ["v1", "v1alpha1"]
+    );
 
     // The Deployment, with the Secret mounted where --webhook-cert-path points.
     let certs = std::env::temp_dir().join(format!("sp-widget-webhook-{}", std::process::id()));
@@ -98,8 +126,23 @@ async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
         .expect("the ProviderConfig");
     let deployed = operated.run_with("sp-widget-0", 1, &[&cert_path, &bind]);
 
+    // run migrates the Widget stored at v1 through its webhook, and trims the stored versions.
+    eventually("the stored versions to be trimmed", TIMEOUT, || async {
+        let crd = crds.get(CRD).await.ok()?;
+        (stored_versions(crd) == ["v1alpha1"]).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; provider:\n{}", deployed.process.stderr()));
+    let migrated = widgets(&env, "v1alpha1", namespace)
+        .get("old")
+        .await
+        .unwrap();
+    assert_eq!(
+        migrated.data["spec"],
+        json!({ "sizeMm": 7, "color": "red" })
+    );
+
     // Written at v1alpha1 (stored as it is), read at v1 through the webhook, reconciled there.
-    let namespace = "project-w--ws-a";
     let mut alpha = DynamicObject::new("alpha", &widget_resource("v1alpha1"));
     alpha.data = json!({ "spec": { "sizeMm": 40, "color": "green" } });
     widgets(&env, "v1alpha1", namespace)
@@ -128,11 +171,13 @@ async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
             .list(&ListParams::default())
             .await
             .unwrap();
-        assert_eq!(listed.items.len(), 1, "{version}");
-        assert_eq!(
-            listed.items[0].types.as_ref().unwrap().api_version,
-            format!("widgets.versions.test/{version}")
-        );
+        assert_eq!(listed.items.len(), 2, "{version}");
+        for item in &listed.items {
+            assert_eq!(
+                item.types.as_ref().unwrap().api_version,
+                format!("widgets.versions.test/{version}")
+            );
+        }
     }
     // The status the provider wrote at v1 reads the same at v1alpha1, where it is stored.
     let stored = widgets(&env, "v1alpha1", namespace)

@@ -177,6 +177,10 @@ pub async fn init<P: ServiceProvider>(
         )
         .await?;
         tracing::info!(crd = %name, %cluster, "init: CRD installed");
+        if migrates_in_run(&installed) {
+            tracing::info!(crd = %name, %cluster, "init: the stored objects are migrated by run, which serves the conversion webhook the migration reads them through");
+            continue;
+        }
         let migration =
             storage_migration::migrate(&client, &installed, storage_migration::PAGE_SIZE)
                 .await
@@ -214,6 +218,16 @@ pub async fn init<P: ServiceProvider>(
     }
     tracing::info!("init: done");
     Ok(())
+}
+
+/// Whether `crd` converts through the provider's conversion webhook. Its objects are then read
+/// through a webhook only `run` serves — when a release first adds a version converted in Rust,
+/// nothing serves it while `init` runs — so `run` migrates them, not `init`.
+pub(crate) fn migrates_in_run(crd: &CustomResourceDefinition) -> bool {
+    crd.spec
+        .conversion
+        .as_ref()
+        .is_some_and(|c| c.strategy == "Webhook")
 }
 
 /// Installs `crd` as the Go `CRDManager` does (controller-utils `resources.CreateOrUpdateResource`

@@ -10,11 +10,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::rbac::v1::PolicyRule;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{Api, ResourceExt};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::clients::ClientFactory;
 use crate::access::onboarding::{OnboardingError, onboarding_access};
+use crate::cli::storage_migration::Migration;
 use crate::controller::{Controller, Options, Source};
 use crate::manifests::rbac;
 use crate::modes::kcp::provider_workspace::ConnectionError;
@@ -25,6 +29,7 @@ use crate::openmcp::constants::ONBOARDING_RUN_LOCAL_NAME;
 use crate::ops::leader::{LeaderElection, LeaderOptions, lease_name};
 use crate::ops::{Metrics, Readiness, ServingCert, serve_health, serve_metrics, serve_webhook};
 use crate::platform::Platform;
+use crate::provider::ServiceProvider;
 use crate::reconcile::Reconcile;
 use crate::tenant::Mode;
 
@@ -85,6 +90,60 @@ impl RunOptions {
             onboarding_timeout: Duration::from_secs(30 * 60),
             reconcile: Options::default(),
         }
+    }
+}
+
+/// What `run` asks for on the onboarding cluster: what it needs, and for a provider converting a
+/// version in Rust, what the storage migration needs (see [`migrate_stored_objects`]).
+pub(crate) fn onboarding_run_rules<P: ServiceProvider>() -> Vec<PolicyRule> {
+    let mut rules = rbac::onboarding_run_rules(&P::INFO);
+    if crate::conversion::needs_webhook::<P>() {
+        rules.extend(rbac::storage_migration_rules(&P::INFO));
+        rules.push(rbac::service_crd_read_rule(&P::INFO));
+    }
+    rules
+}
+
+/// Migrates the stored objects of the Service API CRD `crd` to its storage version, as `init`
+/// does for a CRD without a conversion webhook: here, once the webhook the migration reads them
+/// through serves. Retried with backoff until it succeeds or the provider stops; reconciling does
+/// not wait for it.
+async fn migrate_stored_objects(client: kube::Client, crd: String, shutdown: CancellationToken) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut delay = Duration::from_secs(1);
+    loop {
+        let attempt = async {
+            let installed = crds
+                .get(&crd)
+                .await
+                .map_err(|e| format!("reading CRD {crd}: {e}"))?;
+            crate::cli::storage_migration::migrate(
+                &client,
+                &installed,
+                crate::cli::storage_migration::PAGE_SIZE,
+            )
+            .await
+            .map_err(|e| e.to_string())
+        };
+        match attempt.await {
+            Ok(Migration::Current) => return,
+            Ok(Migration::Migrated {
+                storage,
+                dropped,
+                rewritten,
+            }) => {
+                tracing::info!(%crd, %storage, ?dropped, rewritten, "stored objects migrated to the storage version");
+                return;
+            }
+            Err(err) => {
+                tracing::warn!(%crd, error = %err, retry_in = ?delay, "migrating the stored objects to the storage version failed");
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = shutdown.cancelled() => return,
+        }
+        delay = (delay * 2).min(Duration::from_secs(300));
     }
 }
 
@@ -299,12 +358,19 @@ impl<P: Reconcile> Runtime<P> {
                 self.options.onboarding_controller.as_deref().unwrap_or(info.group),
                 &self.options.pod_namespace,
                 ONBOARDING_RUN_LOCAL_NAME,
-                rbac::onboarding_run_rules(&info),
+                onboarding_run_rules::<P>(),
                 self.options.onboarding_timeout,
             ) => access?,
             _ = self.shutdown.cancelled() => return Err(StartError::Cancelled),
         };
         tracing::info!("onboarding access granted");
+        if crate::conversion::needs_webhook::<P>() {
+            self.tasks.spawn(migrate_stored_objects(
+                onboarding.client().clone(),
+                crate::manifests::service_crd::<P>().name_any(),
+                self.shutdown.clone(),
+            ));
+        }
         let source = Standard::<P>::new(onboarding.client().clone(), self.platform.clone());
         let controller = self.controller(source.clone());
         let triggers = self.platform.triggers().clone();

@@ -136,17 +136,37 @@ pub(crate) fn onboarding_run_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
 /// Onboarding cluster, as `init` uses it: the Service API CRD (created or updated, watched until
 /// Established, its objects migrated to its storage version). This is what `init` asks for in its `<group>--onboarding-init` AccessRequest.
 pub(crate) fn onboarding_init_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
+    vec![rule(
+        APIEXTENSIONS,
+        &["customresourcedefinitions"],
+        &[GET, LIST, WATCH, CREATE, UPDATE],
+    )]
+    .into_iter()
+    .chain(storage_migration_rules(info))
+    .collect()
+}
+
+/// Onboarding cluster, for the storage migration of the Service API's objects: the objects listed
+/// and written back, the CRD's stored versions trimmed. `init` migrates; a provider converting a
+/// version in Rust migrates in `run` instead, once its conversion webhook serves, and asks for
+/// these and for reading its CRD in its `<group>--onboarding-run` AccessRequest.
+pub(crate) fn storage_migration_rules(info: &ProviderInfo) -> Vec<PolicyRule> {
     vec![
-        rule(
-            APIEXTENSIONS,
-            &["customresourcedefinitions"],
-            &[GET, LIST, WATCH, CREATE, UPDATE],
-        ),
-        // The storage migration: Service API objects listed and written back, the CRD's stored
-        // versions trimmed.
         rule(info.group, &[info.plural], &[LIST, UPDATE]),
-        crd_status_rule(&format!("{}.{}", info.plural, info.group)),
+        crd_status_rule(&service_crd_name(info)),
     ]
+}
+
+/// Reading the Service API CRD only (`run` reads it before migrating its objects).
+pub(crate) fn service_crd_read_rule(info: &ProviderInfo) -> PolicyRule {
+    PolicyRule {
+        resource_names: Some(vec![service_crd_name(info)]),
+        ..rule(APIEXTENSIONS, &["customresourcedefinitions"], &[GET])
+    }
+}
+
+fn service_crd_name(info: &ProviderInfo) -> String {
+    format!("{}.{}", info.plural, info.group)
 }
 
 /// For a provider that converts a version in Rust, `init` makes the conversion webhook's
