@@ -143,7 +143,7 @@ fn holds_lines(file: &str, block: &str) -> bool {
 
 /// README's Rust an author copies compiles: the provider of "Writing a provider" and the lines
 /// of "Managed resources" are `readme_provider.rs` (compiled in this binary), the validation
-/// rules are examples/hello's (compiled and tested in this binary).
+/// rules and the versions are examples/hello's (compiled and tested in this binary).
 #[test]
 fn readme_rust_examples_are_compiled_here() {
     let readme = include_str!("../../README.md");
@@ -161,6 +161,7 @@ fn readme_rust_examples_are_compiled_here() {
             "tests/macro/readme_provider.rs",
         ),
         ("### Validation rules", hello, "examples/hello/main.rs"),
+        ("### Versions", hello, "examples/hello/main.rs"),
     ] {
         let block = rust_block_after(readme, heading)
             .unwrap_or_else(|| panic!("README.md has a rust block under {heading:?}"));

@@ -170,11 +170,12 @@ fn schemas<P: ServiceProvider>() -> Vec<(String, Value)> {
 
 fn assert_structural<P: ServiceProvider>() {
     let schemas = schemas::<P>();
-    let expected = if P::INFO.kcp { 3 } else { 2 };
+    let service_versions = 1 + P::SERVED_VERSIONS.len();
+    let expected = 1 + service_versions * if P::INFO.kcp { 2 } else { 1 };
     assert_eq!(
         schemas.len(),
         expected,
-        "{}: two CRDs and, with kcp, one APIResourceSchema",
+        "{}: a version of the ProviderConfig CRD, and each of the Service API's in its CRD and, with kcp, in its APIResourceSchema",
         P::INFO.kind
     );
     for (file, schema) in schemas {

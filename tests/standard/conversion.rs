@@ -13,7 +13,8 @@ use service_provider::kube::core::GroupVersionKind;
 use service_provider::testing::{TestError, TestPlatform, eventually};
 
 use crate::common::{self, TIMEOUT};
-use crate::process::Operated;
+use crate::hello::Hello;
+use crate::process::{Deployed, Operated, tempdir};
 use crate::widget::{Size, Widget, WidgetSpec};
 
 const CRD: &str = "widgets.widgets.versions.test";
@@ -33,6 +34,60 @@ fn widgets(env: &TestEnv, version: &str, namespace: &str) -> Api<DynamicObject> 
     )
 }
 
+/// The Service API CRD of `P` as a release serving only `version` installed it.
+fn previous_release<P: service_provider::ServiceProvider>(
+    version: &str,
+) -> CustomResourceDefinition {
+    let mut crd = service_provider::manifests::service_crd::<P>();
+    crd.spec.versions.retain(|v| v.name == version);
+    crd.spec.versions[0].storage = true;
+    crd.spec.conversion = None;
+    crd
+}
+
+/// The init Job, twice, with the ServiceProvider's initCommand saying where the onboarding
+/// cluster reaches the webhook: `port` on this machine.
+async fn init(operated: &Operated<'_>, port: u16) {
+    let base_url = format!("--webhooks-base-url=https://localhost:{port}");
+    for attempt in 0..2 {
+        let (status, stderr) = operated.init_with(&["init", &base_url]).await;
+        assert_eq!(status.code(), Some(0), "init #{attempt} failed:\n{stderr}");
+    }
+}
+
+/// The platform operator's (empty) ProviderConfig of `api_version`, and the Deployment, with the
+/// certificate Secret `init` made mounted where `--webhook-cert-path` points and the webhook on
+/// `port`.
+async fn deploy(operated: &Operated<'_>, env: &TestEnv, port: u16, api_version: &str) -> Deployed {
+    let provider = env.provider().unwrap().name();
+    let secret = Api::<Secret>::namespaced(env.platform().client(), env.pod_namespace())
+        .get(&format!("{provider}-webhook-tls"))
+        .await
+        .expect("init made the certificate Secret");
+    let data = secret.data.unwrap();
+    let certs = tempdir(&format!("{provider}-webhook-certificate"));
+    std::fs::write(certs.join("tls.crt"), &data["tls.crt"].0).unwrap();
+    std::fs::write(certs.join("tls.key"), &data["tls.key"].0).unwrap();
+    let (group, version) = api_version.split_once('/').unwrap();
+    let configs = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(group, version, "ProviderConfig"),
+        "providerconfigs",
+    );
+    let mut config = DynamicObject::new(provider, &configs);
+    config.data = json!({ "spec": {} });
+    Api::<DynamicObject>::all_with(env.platform().client(), &configs)
+        .create(&PostParams::default(), &config)
+        .await
+        .expect("the ProviderConfig");
+    let cert_path = format!("--webhook-cert-path={}", certs.display());
+    let bind = format!("--webhooks-bind-address=127.0.0.1:{port}");
+    operated.run_with(&format!("sp-{provider}-0"), 1, &[&cert_path, &bind])
+}
+
+fn stored_versions(crd: CustomResourceDefinition) -> Vec<String> {
+    crd.status.unwrap().stored_versions.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
     common::logs();
@@ -49,11 +104,7 @@ async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
 
     // The previous release served v1 only, stored there, and a tenant has a Widget.
     let crds = Api::<CustomResourceDefinition>::all(env.onboarding().client());
-    let mut previous = service_provider::manifests::service_crd::<Widget>();
-    previous.spec.versions.retain(|v| v.name == "v1");
-    previous.spec.versions[0].storage = true;
-    previous.spec.conversion = None;
-    crds.create(&PostParams::default(), &previous)
+    crds.create(&PostParams::default(), &previous_release::<Widget>("v1"))
         .await
         .unwrap();
     let namespace = "project-w--ws-a";
@@ -75,11 +126,7 @@ async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
     assert!(stderr.contains("WEBHOOK_SERVICE_NAME"), "{stderr}");
 
     let port = common::free_port();
-    let base_url = format!("--webhooks-base-url=https://localhost:{port}");
-    for attempt in 0..2 {
-        let (status, stderr) = operated.init_with(&["init", &base_url]).await;
-        assert_eq!(status.code(), Some(0), "init #{attempt} failed:\n{stderr}");
-    }
+    init(&operated, port).await;
     // The certificate Secret, made once, is what the CRD trusts.
     let secret = Api::<Secret>::namespaced(env.platform().client(), env.pod_namespace())
         .get("widget-webhook-tls")
@@ -100,31 +147,12 @@ async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
     assert_eq!(client_config.ca_bundle, Some(data["tls.crt"].clone()));
     assert_eq!(webhook.conversion_review_versions, ["v1"]);
     // init leaves the migration to run: nothing serves the webhook yet.
-    let stored_versions =
-        |crd: CustomResourceDefinition| crd.status.unwrap().stored_versions.unwrap();
     assert_eq!(
         stored_versions(crds.get(CRD).await.unwrap()),
         ["v1", "v1alpha1"]
     );
 
-    // The Deployment, with the Secret mounted where --webhook-cert-path points.
-    let certs = std::env::temp_dir().join(format!("sp-widget-webhook-{}", std::process::id()));
-    std::fs::create_dir_all(&certs).unwrap();
-    std::fs::write(certs.join("tls.crt"), &data["tls.crt"].0).unwrap();
-    std::fs::write(certs.join("tls.key"), &data["tls.key"].0).unwrap();
-    let cert_path = format!("--webhook-cert-path={}", certs.display());
-    let bind = format!("--webhooks-bind-address=127.0.0.1:{port}");
-    let configs = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("widgets.versions.test", "v1", "ProviderConfig"),
-        "providerconfigs",
-    );
-    let mut config = DynamicObject::new("widget", &configs);
-    config.data = json!({ "spec": {} });
-    Api::<DynamicObject>::all_with(env.platform().client(), &configs)
-        .create(&PostParams::default(), &config)
-        .await
-        .expect("the ProviderConfig");
-    let deployed = operated.run_with("sp-widget-0", 1, &[&cert_path, &bind]);
+    let deployed = deploy(&operated, &env, port, "widgets.versions.test/v1").await;
 
     // run migrates the Widget stored at v1 through its webhook, and trims the stored versions.
     eventually("the stored versions to be trimmed", TIMEOUT, || async {
@@ -189,8 +217,6 @@ async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
         stored.data["spec"],
         json!({ "sizeMm": 40, "color": "green" })
     );
-
-    let _ = std::fs::remove_dir_all(&certs);
 }
 
 /// The test kit serves a provider's conversion webhook as `run` would and wires the CRD to it, so
@@ -219,4 +245,96 @@ async fn the_test_kit_serves_the_conversion_webhook() -> Result<(), TestError> {
     assert_eq!(stored.data["status"]["phase"], "Ready");
     platform.stop().await;
     Ok(())
+}
+
+/// examples/hello's upgrade from the release that served `v1alpha1` only: after `init` and `run`
+/// the Hellos stored at `v1alpha1` are stored at `v1alpha2`, only `v1alpha2` is in the CRD's
+/// stored versions, and no field was lost, read at either version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hellos_stored_at_v1alpha1_are_migrated_to_v1alpha2_losing_nothing() {
+    common::logs();
+    let env = TestEnv::builder()
+        .provider::<Hello>()
+        .provider_name("hello")
+        .provider_initialized(false)
+        .control_plane("project-h--ws-a", "alpha")
+        .timeout(TIMEOUT)
+        .start()
+        .await
+        .expect("the simulated platform starts");
+    let crds = Api::<CustomResourceDefinition>::all(env.onboarding().client());
+    crds.create(
+        &PostParams::default(),
+        &previous_release::<Hello>("v1alpha1"),
+    )
+    .await
+    .unwrap();
+    let at = |version: &str| {
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("hello.services.open-control-plane.io", version, "Hello"),
+            "hellos",
+        );
+        (
+            Api::<DynamicObject>::namespaced_with(
+                env.onboarding().client(),
+                "project-h--ws-a",
+                &resource,
+            ),
+            resource,
+        )
+    };
+    let (v1alpha1, old) = at("v1alpha1");
+    let mut hello = DynamicObject::new("alpha", &old);
+    hello.metadata.labels = Some([("team".to_owned(), "a".to_owned())].into());
+    hello.metadata.annotations = Some([("note".to_owned(), "kept".to_owned())].into());
+    hello.data = json!({ "spec": { "greeting": "old friend", "targetNamespace": "greetings" } });
+    let written = eventually("the previous CRD to serve", TIMEOUT, || async {
+        v1alpha1.create(&PostParams::default(), &hello).await.ok()
+    })
+    .await
+    .unwrap();
+
+    let operated = Operated::new("hello", &env);
+    let port = common::free_port();
+    init(&operated, port).await;
+    assert_eq!(
+        stored_versions(
+            crds.get("hellos.hello.services.open-control-plane.io")
+                .await
+                .unwrap()
+        ),
+        ["v1alpha1", "v1alpha2"]
+    );
+    let deployed = deploy(
+        &operated,
+        &env,
+        port,
+        "hello.services.open-control-plane.io/v1alpha2",
+    )
+    .await;
+    eventually("the stored versions to be [v1alpha2]", TIMEOUT, || async {
+        let crd = crds
+            .get("hellos.hello.services.open-control-plane.io")
+            .await
+            .ok()?;
+        (stored_versions(crd) == ["v1alpha2"]).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; provider:\n{}", deployed.process.stderr()));
+
+    let (v1alpha2, _) = at("v1alpha2");
+    let migrated = v1alpha2.get("alpha").await.unwrap();
+    assert_ne!(
+        migrated.metadata.resource_version,
+        written.metadata.resource_version
+    );
+    assert_eq!(
+        migrated.data["spec"],
+        json!({ "greeting": "old friend", "target": { "namespace": "greetings" } })
+    );
+    let read_back = v1alpha1.get("alpha").await.unwrap();
+    assert_eq!(read_back.data["spec"], written.data["spec"]);
+    assert_eq!(read_back.metadata.labels, written.metadata.labels);
+    assert_eq!(read_back.metadata.annotations, written.metadata.annotations);
+    assert_eq!(read_back.metadata.uid, written.metadata.uid);
 }

@@ -15,6 +15,10 @@ mod cert_manager;
 #[allow(dead_code, unreachable_pub)] // a binary's `pub` items, here in a module
 mod eso;
 
+#[path = "../../examples/hello/main.rs"]
+#[allow(dead_code, unreachable_pub)] // a binary's `pub` items, here in a module
+mod hello;
+
 mod adopt;
 mod common;
 mod config;

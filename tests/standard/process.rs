@@ -37,6 +37,7 @@ fn provider_process() {
     let args: Vec<String> = serde_json::from_str(&args).expect("SP_TEST_ARGS is a JSON list");
     let code = match std::env::var("SP_TEST_PROVIDER").as_deref() {
         Ok("flaky") => service_provider::App::<Flaky>::new().run_with_args(args),
+        Ok("hello") => service_provider::App::<crate::hello::Hello>::new().run_with_args(args),
         Ok("widget") => service_provider::App::<crate::widget::Widget>::new().run_with_args(args),
         // The template's Go provider, written with this framework.
         Ok("takeover") => crate::takeover::app().run_with_args(args),
@@ -389,7 +390,7 @@ async fn bad_flags_and_broken_kubeconfigs_end_with_one_line() {
 }
 
 /// A fresh directory `name` of this test process under the system temp dir.
-fn tempdir(name: &str) -> PathBuf {
+pub(crate) fn tempdir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sp-standard-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

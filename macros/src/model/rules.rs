@@ -309,6 +309,7 @@ impl Rule {
         match cel::parser::Parser::default().parse(&text) {
             Ok(ast) => {
                 let mut uses_old_self = false;
+                let mut reserved = Vec::new();
                 walk(&ast, &mut |expr| match expr {
                     cel::common::ast::Expr::Ident(name) if name == "oldSelf" => {
                         uses_old_self = true;
@@ -319,9 +320,25 @@ impl Rule {
                         {
                             self.selected.push(select.field.clone());
                         }
+                        if CEL_RESERVED.contains(&select.field.as_str())
+                            && !reserved.contains(&select.field)
+                        {
+                            reserved.push(select.field.clone());
+                        }
                     }
                     _ => {}
                 });
+                // kube-apiserver finds no such key at run time, on every object: say so now.
+                for word in reserved {
+                    errors.push(error(
+                        self.rule.span(),
+                        format!(
+                            "`{word}` is a CEL reserved word, which kube-apiserver escapes in field names: \
+                             write `.__{word}__` where this rule selects `.{word}`"
+                        ),
+                    ));
+                    ok = false;
+                }
                 if self.optional_old_self == Some(true) && !uses_old_self {
                     errors.push(error(
                         self.rule.span(),

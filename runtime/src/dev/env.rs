@@ -335,8 +335,8 @@ pub struct ProviderEnv {
     platform_kubeconfig: String,
     pod_namespace: String,
     kcp_kubeconfig_secret: Option<String>,
-    /// Stops the conversion webhook the environment serves for the provider, if any.
-    _conversion_webhook: Option<std::sync::Arc<tokio_util::sync::DropGuard>>,
+    /// The conversion webhook the environment serves for the provider, if any.
+    _conversion_webhook: Option<LocalConversionWebhook>,
 }
 
 impl ProviderEnv {
@@ -790,32 +790,65 @@ async fn install_crds(
     Ok(())
 }
 
-/// The provider's conversion webhook as `run` serves it, on a local port with a self-signed
-/// certificate, and the client config `init` would write into the CRD for it.
-async fn serve_conversion_webhook(
-    review: fn(ConversionReview) -> ConversionReview,
-) -> Result<(tokio_util::sync::DropGuard, WebhookClientConfig), DevError> {
-    let (cert, key) = crate::ops::tls::self_signed_pem(&["localhost"])
-        .map_err(|e| DevError::Start(format!("the conversion webhook's certificate: {e}")))?;
-    let tls = crate::ops::tls::acceptor(&crate::ops::ServingCert::Pem {
-        cert: cert.clone(),
-        key,
-    })
-    .map_err(|e| DevError::Start(format!("the conversion webhook's certificate: {e}")))?;
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let addr = crate::ops::serve_webhook(([127, 0, 0, 1], 0).into(), tls, review, shutdown.clone())
-        .await
-        .map_err(|e| DevError::Start(format!("serving the conversion webhook: {e}")))?;
-    let client_config = WebhookClientConfig {
-        url: Some(format!(
-            "https://localhost:{}{}",
-            addr.port(),
-            crate::conversion::CONVERT_PATH
-        )),
-        ca_bundle: Some(k8s_openapi::ByteString(cert.into_bytes())),
-        ..Default::default()
-    };
-    Ok((shutdown.drop_guard(), client_config))
+/// A provider's conversion webhook as `run` serves it, on a local port with a self-signed
+/// certificate, for `dev`, the test kit and tests that install the Service API CRD themselves;
+/// it serves until the last clone is dropped.
+#[derive(Clone, Debug)]
+pub struct LocalConversionWebhook {
+    client_config: WebhookClientConfig,
+    _serving: std::sync::Arc<tokio_util::sync::DropGuard>,
+}
+
+impl LocalConversionWebhook {
+    /// Serves provider `P`'s conversion webhook; `None` when no version of `P` converts in Rust.
+    pub async fn start<P: ServiceProvider>() -> Result<Option<Self>, DevError> {
+        if !crate::conversion::needs_webhook::<P>() {
+            return Ok(None);
+        }
+        Self::serve(crate::conversion::review::<P>).await.map(Some)
+    }
+
+    async fn serve(review: fn(ConversionReview) -> ConversionReview) -> Result<Self, DevError> {
+        let certificate_error = |e: crate::ops::tls::TlsError| {
+            DevError::Start(format!("the conversion webhook's certificate: {e}"))
+        };
+        let (cert, key) =
+            crate::ops::tls::self_signed_pem(&["localhost"]).map_err(certificate_error)?;
+        let tls = crate::ops::tls::acceptor(&crate::ops::ServingCert::Pem {
+            cert: cert.clone(),
+            key,
+        })
+        .map_err(certificate_error)?;
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let addr =
+            crate::ops::serve_webhook(([127, 0, 0, 1], 0).into(), tls, review, shutdown.clone())
+                .await
+                .map_err(|e| DevError::Start(format!("serving the conversion webhook: {e}")))?;
+        Ok(LocalConversionWebhook {
+            client_config: WebhookClientConfig {
+                url: Some(format!(
+                    "https://localhost:{}{}",
+                    addr.port(),
+                    crate::conversion::CONVERT_PATH
+                )),
+                ca_bundle: Some(k8s_openapi::ByteString(cert.into_bytes())),
+                ..Default::default()
+            },
+            _serving: std::sync::Arc::new(shutdown.drop_guard()),
+        })
+    }
+
+    /// Points `crd`'s conversion webhook, if it has one, here, as `init` points it at `run`.
+    pub fn wire(&self, crd: &mut CustomResourceDefinition) {
+        if let Some(webhook) = crd
+            .spec
+            .conversion
+            .as_mut()
+            .and_then(|c| c.webhook.as_mut())
+        {
+            webhook.client_config = Some(self.client_config.clone());
+        }
+    }
 }
 
 /// What `init` would have done for the provider, plus its platform identity.
@@ -855,18 +888,11 @@ async fn setup_provider(
     let mut conversion_webhook = None;
     if p.initialized {
         if let Some(review) = p.conversion {
-            let (guard, client_config) = serve_conversion_webhook(review).await?;
+            let webhook = LocalConversionWebhook::serve(review).await?;
             for crd in &mut onboarding_crds {
-                if let Some(webhook) = crd
-                    .spec
-                    .conversion
-                    .as_mut()
-                    .and_then(|c| c.webhook.as_mut())
-                {
-                    webhook.client_config = Some(client_config.clone());
-                }
+                webhook.wire(crd);
             }
-            conversion_webhook = Some(std::sync::Arc::new(guard));
+            conversion_webhook = Some(webhook);
         }
         install_crds(platform, platform_crds, timeout).await?;
         install_crds(onboarding, onboarding_crds, timeout).await?;

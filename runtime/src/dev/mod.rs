@@ -101,7 +101,7 @@ mod queue;
 pub mod realstack;
 mod stand_ins;
 
-pub use env::{ControlPlaneRef, ProviderEnv, TestEnv, TestEnvBuilder};
+pub use env::{ControlPlaneRef, LocalConversionWebhook, ProviderEnv, TestEnv, TestEnvBuilder};
 pub use hosting::{ClusterHandle, Hosting};
 pub use kcp::KcpEnv;
 pub use operator::{HostedCluster, Operator, OperatorConfig};
