@@ -114,8 +114,10 @@ use proc_macro::TokenStream;
 /// | `kcp` | flag | off |
 /// | `crate` | path, as a string or a path | `::service_provider` |
 /// | `selectable` | string or list of strings, repeatable | none |
+/// | `served_version(...)` | list, repeatable | none (only `version` is served) |
 ///
-/// Each option may be given once (`printcolumn` as often as there are columns). An unknown
+/// Each option may be given once (`printcolumn` and `served_version` as often as there are
+/// columns and versions). An unknown
 /// option is an error that suggests the closest known one.
 ///
 /// ## `group = "..."` (required)
@@ -286,6 +288,22 @@ use proc_macro::TokenStream;
 ///
 /// ```text
 /// selectable = ".spec.version"
+/// ```
+///
+/// ## `served_version(name = "...", spec = Type, storage, deprecated = "...")`
+///
+/// Another version of the Service API, served beside `version`, which stays the one the
+/// reconciler sees (the hub). `name` is required and must differ from `version` and every other
+/// `served_version`. Without `spec` the version has the hub's schema and the API server converts
+/// it by `apiVersion` alone. With `spec = Type` (an `#[api_type]` struct) it has its own schema
+/// and converts through the hub by `TryFrom<Type> for Spec` and `TryFrom<Spec> for Type` (a `From`
+/// gives both); a missing conversion is a compile error on `Type`; the provider then serves a
+/// conversion webhook, and with `kcp` this is a compile error, since kcp calls no webhook.
+/// `storage` stores objects at this version instead of the hub's (one version at most);
+/// `deprecated` marks it so clients warn, with the warning if one is given.
+///
+/// ```text
+/// served_version(name = "v1alpha1", spec = VeleroSpecV1alpha1, deprecated = "use v1alpha2")
 /// ```
 ///
 /// # Validation rules

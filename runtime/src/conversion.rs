@@ -6,45 +6,18 @@
 //! changing `apiVersion` only (the CRD's `None` strategy). A version with its own spec type
 //! converts in Rust, by the author's `TryFrom` (or `From`) both ways between its spec and the
 //! hub's, and the CRD names this provider's conversion webhook, which answers
-//! [`ConversionReview`]s with [`review`]. Only the spec converts: `metadata` and `status` are the
+//! [`ConversionReview`]s with [`review`] (served by `ops::serve_webhook`). Only the spec converts: `metadata` and `status` are the
 //! same in every version (the status is the runtime's, not the author's).
 
 use std::fmt::Display;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::Status;
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::provider::ServiceProvider;
-
-/// The path the provider's conversion webhook serves on, as controller-runtime's does.
-pub const CONVERT_PATH: &str = "/convert";
-
-/// A served version of the Service API besides the hub, written by `#[service_provider]` from a
-/// `served_version(...)` option.
-#[derive(Clone, Copy, Debug)]
-pub struct ServedVersion {
-    /// The version's name, e.g. `v1alpha1`.
-    pub name: &'static str,
-    /// Whether objects are stored at this version rather than at the hub's.
-    pub storage: bool,
-    /// The CRD kube-derive generates for this version alone (its schema, columns, deprecation).
-    pub crd: fn() -> CustomResourceDefinition,
-    /// How its spec converts to and from the hub's; `None` when it has the hub's spec type.
-    pub conversion: Option<SpecConversion>,
-}
-
-/// Converting a version's spec to and from the hub's, as JSON.
-#[derive(Clone, Copy, Debug)]
-pub struct SpecConversion {
-    /// This version's spec → the hub's.
-    pub to_hub: fn(Value) -> Result<Value, String>,
-    /// The hub's spec → this version's.
-    pub from_hub: fn(Value) -> Result<Value, String>,
-}
+use crate::provider::{ServiceProvider, SpecConversion};
 
 /// The conversion `#[service_provider]` declares for a version with spec type `Spec` and hub
 /// spec type `Hub`.

@@ -62,7 +62,7 @@ pub use events::ObjectEvents;
 pub use fields::JsonFields;
 pub use manifests::{Manifest, manifests};
 pub use outcome::{Deletion, Outcome};
-pub use provider::{ProviderInfo, ServiceProvider};
+pub use provider::{ProviderInfo, ServedVersion, ServiceProvider, SpecConversion};
 pub use provider_config::{
     NoConfig, ProviderConfigCommon, ProviderConfigFields, ProviderConfigResource,
     ProviderConfigStatus, VersionSpec,

@@ -3,11 +3,13 @@
 
 use std::fmt::Debug;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::NamespaceResourceScope;
 use kube::core::object::HasStatus;
 use kube::{CustomResourceExt, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use crate::provider_config::{ProviderConfigFields, ProviderConfigResource};
 use crate::status::{ExtraStatus, ServiceStatus};
@@ -46,6 +48,29 @@ impl ProviderInfo {
     pub fn default_api_export_name(&self) -> &'static str {
         self.group
     }
+}
+
+/// A served version of the Service API besides the hub, written by `#[service_provider]` from a
+/// `served_version(...)` option; see [`crate::conversion`].
+#[derive(Clone, Copy, Debug)]
+pub struct ServedVersion {
+    /// The version's name, e.g. `v1alpha1`.
+    pub name: &'static str,
+    /// Whether objects are stored at this version rather than at the hub's.
+    pub storage: bool,
+    /// The CRD kube-derive generates for this version alone (its schema, columns, deprecation).
+    pub crd: fn() -> CustomResourceDefinition,
+    /// How its spec converts to and from the hub's; `None` when it has the hub's spec type.
+    pub conversion: Option<SpecConversion>,
+}
+
+/// Converting a version's spec to and from the hub's, as JSON.
+#[derive(Clone, Copy, Debug)]
+pub struct SpecConversion {
+    /// This version's spec → the hub's.
+    pub to_hub: fn(Value) -> Result<Value, String>,
+    /// The hub's spec → this version's.
+    pub from_hub: fn(Value) -> Result<Value, String>,
 }
 
 /// What the AccessRequest for a tenant's cluster asks for: the author's [`ServiceProvider::mcp_access`]
@@ -106,7 +131,7 @@ pub trait ServiceProvider:
 
     /// The Service API's served versions besides [`INFO.version`](ProviderInfo::version), the hub
     /// the reconciler sees (`served_version(...)` in the attribute). See [`crate::conversion`].
-    const SERVED_VERSIONS: &'static [crate::conversion::ServedVersion] = &[];
+    const SERVED_VERSIONS: &'static [ServedVersion] = &[];
 
     /// What the runtime's AccessRequest asks for in every tenant's MCP cluster (`mcp_access = …`
     /// in the attribute); [`TokenConfig::least_privilege`](crate::openmcp::TokenConfig::least_privilege) unless declared. Applied on every

@@ -305,7 +305,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
                 None => quote!(::core::option::Option::None),
             };
             let value = quote! {
-                #p::runtime::conversion::ServedVersion {
+                #p::runtime::ServedVersion {
                     name: #name,
                     storage: #storage,
                     crd: <#version_root as #p::kube::CustomResourceExt>::crd,
@@ -321,7 +321,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
     } else {
         let values = served_versions.iter().map(|(_, value)| value);
         quote! {
-            const SERVED_VERSIONS: &'static [#p::runtime::conversion::ServedVersion] = &[#(#values),*];
+            const SERVED_VERSIONS: &'static [#p::runtime::ServedVersion] = &[#(#values),*];
         }
     };
 

@@ -21,11 +21,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 
-use crate::conversion::CONVERT_PATH;
-
-/// The certificate Secret is `<provider-name>-webhook-tls` unless `WEBHOOK_SECRET_NAME` says
-/// otherwise.
-pub const WEBHOOK_SECRET_SUFFIX: &str = "webhook-tls";
+use crate::ops::CONVERT_PATH;
 
 /// Where the webhook is reached and where its certificate is kept.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

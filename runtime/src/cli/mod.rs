@@ -53,7 +53,7 @@ use std::time::Duration;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::access::clients::ClientFactory;
-use crate::cli::conversion_webhook::{WEBHOOK_SECRET_SUFFIX, WebhookClientOptions};
+use crate::cli::conversion_webhook::WebhookClientOptions;
 use crate::cli::init::{InitContext, InitHook, InitOptions};
 use crate::cli::run::{RunOptions, Runtime};
 use crate::error::Error;
@@ -267,7 +267,7 @@ impl GoFlags {
             service_port: self.webhooks_service_port,
             secret: (
                 env("WEBHOOK_SECRET_NAME")
-                    .unwrap_or_else(|| format!("{provider_name}-{WEBHOOK_SECRET_SUFFIX}")),
+                    .unwrap_or_else(|| crate::manifests::webhook_certificate_secret(provider_name)),
                 env("WEBHOOK_SECRET_NAMESPACE").unwrap_or_else(|| pod_namespace.to_owned()),
             ),
             without_ca: self.webhooks_without_ca,

@@ -829,7 +829,7 @@ impl LocalConversionWebhook {
                 url: Some(format!(
                     "https://localhost:{}{}",
                     addr.port(),
-                    crate::conversion::CONVERT_PATH
+                    crate::ops::CONVERT_PATH
                 )),
                 ca_bundle: Some(k8s_openapi::ByteString(cert.into_bytes())),
                 ..Default::default()

@@ -23,16 +23,19 @@ pub const METRICS_PORT: i32 = 8080;
 /// (controller-runtime's default directory, under the container's `/tmp`).
 pub(crate) const WEBHOOK_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 
-/// Mounts the certificate Secret `init` makes (`<provider-name>-webhook-tls`) where `run` reads it.
+/// The conversion webhook's certificate Secret `init` makes unless `WEBHOOK_SECRET_NAME` names
+/// another, in the provider's namespace on the platform cluster.
+pub fn webhook_certificate_secret(provider_name: &str) -> String {
+    format!("{provider_name}-webhook-tls")
+}
+
+/// Mounts the certificate Secret `init` makes where `run` reads it.
 fn mount_webhook_certificate(spec: &mut DeploymentSpec, provider_name: &str) {
     let volume = "webhook-certificate";
     spec.extra_volumes.push(Volume {
         name: volume.to_owned(),
         secret: Some(SecretVolumeSource {
-            secret_name: Some(format!(
-                "{provider_name}-{}",
-                crate::cli::conversion_webhook::WEBHOOK_SECRET_SUFFIX
-            )),
+            secret_name: Some(webhook_certificate_secret(provider_name)),
             ..Default::default()
         }),
         ..Default::default()

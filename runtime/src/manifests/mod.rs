@@ -27,7 +27,7 @@ pub(crate) mod rbac;
 pub use crd::{CLUSTER_LABEL, COMMON_COLUMNS, common_columns, provider_config_crd, service_crd};
 #[cfg(feature = "dev")]
 pub(crate) use deploy::spec_sample;
-pub use deploy::{METRICS_PORT, deployment};
+pub use deploy::{METRICS_PORT, deployment, webhook_certificate_secret};
 pub use files::{
     Difference, DifferenceKind, FileChange, FileReport, ManifestsError, check_dir, write_dir,
 };

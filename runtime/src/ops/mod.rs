@@ -9,6 +9,6 @@ pub mod tls;
 
 pub use leader::{LeaderElection, LeaderOptions};
 pub use metrics::Metrics;
-pub use server::{Readiness, serve_health, serve_metrics, serve_webhook};
+pub use server::{CONVERT_PATH, Readiness, serve_health, serve_metrics, serve_webhook};
 pub use shutdown::shutdown_signal;
 pub use tls::ServingCert;

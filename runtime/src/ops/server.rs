@@ -20,7 +20,6 @@ use tokio_util::sync::CancellationToken;
 
 use kube::core::conversion::ConversionReview;
 
-use crate::conversion::CONVERT_PATH;
 use crate::ops::metrics::Metrics;
 
 /// Whether the provider is ready to serve: set once start-up finished (access obtained, caches
@@ -46,6 +45,9 @@ impl Readiness {
         self.ready.load(Ordering::Acquire)
     }
 }
+
+/// The path the conversion webhook serves on, as controller-runtime's does.
+pub const CONVERT_PATH: &str = "/convert";
 
 /// What a route sees of a request: the GET routes read the path only.
 struct Incoming<'a> {
