@@ -221,23 +221,31 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
         .then(|| quote!(#[serde(rename_all = "camelCase")]));
     let attrs = &model.attrs;
     let data = &model.named;
+    // The `#[kube(...)]` of a version of the Service API: the hub, or a served version (with
+    // its hidden root type's name and deprecation in `extra`).
+    let kube_attr = |version: &str, extra: TokenStream| {
+        quote! {
+            #[kube(
+                group = #group,
+                version = #version,
+                kind = #kind,
+                plural = #plural,
+                singular = #singular,
+                namespaced,
+                status = #status_kube,
+                #(#shortnames)*
+                #(#categories)*
+                #(#columns)*
+                #(#selectable)*
+                #extra
+                #crates
+            )]
+        }
+    };
+    let hub_kube_attr = kube_attr(version, quote!(#doc));
     let service = quote! {
         #derive
-        #[kube(
-            group = #group,
-            version = #version,
-            kind = #kind,
-            plural = #plural,
-            singular = #singular,
-            namespaced,
-            status = #status_kube,
-            #(#shortnames)*
-            #(#categories)*
-            #(#columns)*
-            #(#selectable)*
-            #doc
-            #crates
-        )]
+        #hub_kube_attr
         #serde_crate_attr
         #schemars_crate_attr
         #camel
@@ -267,24 +275,10 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
                 Some(Some(warning)) => quote!(deprecated = #warning,),
             };
             let derive = derives(krate, &[], &[quote!(#p::kube::CustomResource)]);
+            let version_kube_attr = kube_attr(name, quote!(root = #version_root, #deprecated));
             let item = quote! {
                 #derive
-                #[kube(
-                    group = #group,
-                    version = #name,
-                    kind = #kind,
-                    root = #version_root,
-                    plural = #plural,
-                    singular = #singular,
-                    namespaced,
-                    status = #status_kube,
-                    #(#shortnames)*
-                    #(#categories)*
-                    #(#columns)*
-                    #(#selectable)*
-                    #deprecated
-                    #crates
-                )]
+                #version_kube_attr
                 #[serde(crate = #serde_crate, transparent)]
                 #[schemars(crate = #schemars_crate, transparent)]
                 #[allow(dead_code)]
