@@ -290,7 +290,7 @@ use proc_macro::TokenStream;
 /// selectable = ".spec.version"
 /// ```
 ///
-/// ## `served_version(name = "...", spec = Type, storage, deprecated = "...")`
+/// ## `served_version(name = "...", spec = Type, additive, storage, deprecated = "...")`
 ///
 /// Another version of the Service API, served beside `version`, which stays the one the
 /// reconciler sees (the hub). `name` is required and must differ from `version` and every other
@@ -299,6 +299,9 @@ use proc_macro::TokenStream;
 /// and converts through the hub by `TryFrom<Type> for Spec` and `TryFrom<Spec> for Type` (a `From`
 /// gives both); a missing conversion is a compile error on `Type`; the provider then serves a
 /// conversion webhook, and with `kcp` this is a compile error, since kcp calls no webhook.
+/// `additive` says the hub's spec only adds (optional) fields to `Type`: the API server then
+/// converts by `apiVersion` alone, no code runs, kcp included; every field of `Type` must be a
+/// field of the hub's spec (a compile error otherwise).
 /// `storage` stores objects at this version instead of the hub's (one version at most);
 /// `deprecated` marks it so clients warn, with the warning if one is given.
 ///

@@ -60,6 +60,21 @@ pub const fn has_field<T: JsonFields + ?Sized>(name: &str) -> bool {
     T::OPEN || contains(T::FIELDS, name)
 }
 
+/// Whether every JSON field of `T` is one of `fields` (an open `T` may have any, so no).
+pub const fn fields_within<T: JsonFields + ?Sized>(fields: &[&str]) -> bool {
+    if T::OPEN {
+        return false;
+    }
+    let mut i = 0;
+    while i < T::FIELDS.len() {
+        if !contains(fields, T::FIELDS[i]) {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// Whether a Service API status with the author's extra status `T` has the JSON field `name`.
 pub const fn status_has_field<T: JsonFields + ?Sized>(name: &str) -> bool {
     has_field::<T>(name) || taken_contains(COMMON_STATUS_FIELDS, name)

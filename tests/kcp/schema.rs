@@ -1,10 +1,12 @@
 //! A new spec field: the next version of the provider provisions a new content-addressed
 //! APIResourceSchema beside the old one, upserts the APIExport to point at it, and the existing
-//! bindings serve the new field while the objects keep reconciling.
+//! bindings serve the new field while the objects keep reconciling. A new API version beside the
+//! old one: an additive version, which kcp converts without a webhook, serves both in every
+//! workspace.
 
 use serde_json::json;
 use service_provider::kube::Api;
-use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use service_provider::manifests::api_resource_schema;
 use service_provider_apiserver::kcp::KcpOptions;
 use service_provider_runtime::kcp_api::{APIResourceSchema, v1alpha2};
@@ -65,6 +67,113 @@ mod v2 {
             Ok(Deletion::done())
         }
     }
+}
+
+/// A release that adds `v1alpha2` (one more field) and still serves `v1alpha1` as `v2` had it.
+mod v3 {
+    use service_provider::prelude::*;
+
+    /// A widget, now with a shape.
+    #[service_provider(
+        group = "widgets.services.open-control-plane.io",
+        version = "v1alpha2",
+        kind = "Widget",
+        kcp,
+        served_version(name = "v1alpha1", spec = WidgetSpecV1alpha1, additive)
+    )]
+    pub(super) struct WidgetSpec {
+        /// How big.
+        pub size: i32,
+        /// Its colour.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub color: Option<String>,
+        /// Its shape.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub shape: Option<String>,
+    }
+
+    /// A widget as `v1alpha1` has it.
+    #[api_type]
+    pub(super) struct WidgetSpecV1alpha1 {
+        /// How big.
+        pub size: i32,
+        /// Its colour.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub color: Option<String>,
+    }
+
+    impl Reconcile for Widget {
+        async fn create_or_update(&self, _cx: &Context<Self>) -> Result<Outcome, Error> {
+            Ok(Outcome::ready())
+        }
+        async fn delete(&self, _cx: &Context<Self>) -> Result<Deletion, Error> {
+            Ok(Deletion::done())
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_additive_version_serves_beside_the_old_one_in_every_workspace() {
+    let env =
+        common::env::<v3::Widget>(json!({ "pollInterval": "1m" }), 1, KcpOptions::default()).await;
+    let consumers = common::consumers(&env);
+    let mut settings = common::settings::<v3::Widget>(&env);
+    settings.provision = true;
+    let (runtime, _) = common::start::<v3::Widget>(&env, settings, |_| {}).await;
+    let ws = &consumers[0];
+    let at = |version: &str| {
+        let resource = ApiResource::from_gvk_with_plural(
+            &service_provider::kube::core::GroupVersionKind::gvk(
+                "widgets.services.open-control-plane.io",
+                version,
+                "Widget",
+            ),
+            "widgets",
+        );
+        (
+            Api::<DynamicObject>::namespaced_with(common::admin(&env, ws), "default", &resource),
+            resource,
+        )
+    };
+    let (v1alpha1, old) = at("v1alpha1");
+    let (v1alpha2, new) = at("v1alpha2");
+
+    // Written at v1alpha1, reconciled at v1alpha2.
+    let mut widget = DynamicObject::new("old", &old);
+    widget.data = json!({ "spec": { "size": 3, "color": "red" } });
+    eventually("v1alpha1 to be served", common::TIMEOUT, || async {
+        v1alpha1.create(&PostParams::default(), &widget).await.ok()
+    })
+    .await
+    .unwrap();
+    let ready = common::wait(
+        &common::objects::<v3::Widget>(&env, ws),
+        "old",
+        common::ready::<v3::Widget>,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (ready.spec.size, ready.spec.color.as_deref()),
+        (3, Some("red"))
+    );
+
+    // Written at v1alpha2, read at v1alpha1 without the field v1alpha1 does not have.
+    let mut widget = DynamicObject::new("new", &new);
+    widget.data = json!({ "spec": { "size": 4, "shape": "round" } });
+    v1alpha2
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+    assert_eq!(
+        v1alpha1.get("new").await.unwrap().data["spec"],
+        json!({ "size": 4 })
+    );
+    assert_eq!(
+        v1alpha2.get("new").await.unwrap().data["spec"],
+        json!({ "size": 4, "shape": "round" })
+    );
+    common::stop(runtime).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

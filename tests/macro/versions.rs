@@ -75,7 +75,12 @@ fn the_crd_serves_every_version_and_stores_the_declared_one() {
     // v1alpha1 converts in Rust: the API server must ask the webhook.
     assert_eq!(
         crd["spec"]["conversion"],
-        json!({ "strategy": "Webhook", "webhook": { "conversionReviewVersions": ["v1"] } })
+        json!({ "strategy": "Webhook", "webhook": {
+            // Where `init` has not written the real address yet: the CRD applies as it is.
+            "clientConfig": { "service": { "namespace": "openmcp-system", "name": "widget-webhook",
+                "path": "/convert", "port": 443 } },
+            "conversionReviewVersions": ["v1"],
+        } })
     );
 }
 

@@ -45,6 +45,8 @@ fn main() {
         .map(|v| v["name"].as_str().unwrap())
         .collect();
     assert_eq!(versions, ["v1", "v1beta1"]);
+    // kcp requires a conversion for more than one version; the versions share one spec type.
+    assert_eq!(schema.object["spec"]["conversion"], serde_json::json!({ "strategy": "None" }));
     let export = manifests.iter().find(|m| m.path == "kcp/apiexport.yaml").unwrap();
     assert_eq!(export.name(), "db.services.example.io");
     assert_eq!(export.object["spec"]["resources"][0]["schema"], schema.name());

@@ -157,7 +157,18 @@ pub fn from_storage(info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
     if info.strategy == Strategy::Autoscaling && info.version == "v1" {
         hpa_v2_to_v1(&mut obj);
     }
+    let converted = obj.get("apiVersion").and_then(Value::as_str) != Some(&info.api_version());
     obj["apiVersion"] = Value::String(info.api_version());
+    // A custom resource read at another version than it is stored at is pruned and defaulted by
+    // that version's schema, as kube's storage codec does after any conversion, `None` included
+    // (customresource_handler.go `schemaCoercingConverter`): fields the version does not have are
+    // not served.
+    if converted
+        && info.strategy == Strategy::Custom
+        && let Some(validator) = &info.validator
+    {
+        validator.schema().read(&mut obj);
+    }
     Ok(obj)
 }
 

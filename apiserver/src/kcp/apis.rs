@@ -278,8 +278,22 @@ fn defs() -> Vec<Def> {
                                     "selectableFields": {"type": "array", "items": any_obj()}
                                 }
                             }},
-                            "conversion": any_obj(),
-                        }
+                            "conversion": {
+                                "type": "object",
+                                "required": ["strategy"],
+                                "x-kubernetes-preserve-unknown-fields": true,
+                                "properties": {"strategy": string(), "webhook": any_obj()},
+                                "x-kubernetes-validations": [{
+                                    "message": "Webhook must be specified if strategy=Webhook",
+                                    "rule": "(self.strategy == 'None' && !has(self.webhook)) || (self.strategy == 'Webhook' && has(self.webhook))",
+                                }],
+                            },
+                        },
+                        // kcp's types_apiresourceschema.go.
+                        "x-kubernetes-validations": [{
+                            "message": "Conversion must be specified when multiple versions exist",
+                            "rule": "size(self.versions) == 1 || (size(self.versions) > 1 && has(self.conversion))",
+                        }],
                     }),
                     None,
                 ),

@@ -10,6 +10,61 @@ use sha2::Digest;
 
 use crate::common::*;
 
+/// kcp's rules on `spec.conversion` (`types_apiresourceschema.go`): required with more than one
+/// version, and a webhook exactly when the strategy is `Webhook`.
+#[tokio::test]
+async fn a_schema_of_several_versions_says_how_they_convert() {
+    let kcp = kcp().await;
+    let p = kcp.create_workspace("root:p").await.unwrap();
+    let api = schemas(&kcp.client(&p.path));
+    let two_versions = |prefix: &str, conversion: Option<serde_json::Value>| {
+        let mut schema = cowboy_schema(prefix, json!({}));
+        let mut older = schema.data["spec"]["versions"][0].clone();
+        older["name"] = json!("v1beta1");
+        older["storage"] = json!(false);
+        schema.data["spec"]["versions"]
+            .as_array_mut()
+            .unwrap()
+            .push(older);
+        if let Some(conversion) = conversion {
+            schema.data["spec"]["conversion"] = conversion;
+        }
+        schema
+    };
+    let e = status(
+        api.create(&PostParams::default(), &two_versions("v1", None))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 422);
+    assert!(
+        e.message
+            .contains("Conversion must be specified when multiple versions exist"),
+        "{}",
+        e.message
+    );
+    let e = status(
+        api.create(
+            &PostParams::default(),
+            &two_versions("v2", Some(json!({"strategy": "Webhook"}))),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert!(
+        e.message
+            .contains("Webhook must be specified if strategy=Webhook"),
+        "{}",
+        e.message
+    );
+    api.create(
+        &PostParams::default(),
+        &two_versions("v3", Some(json!({"strategy": "None"}))),
+    )
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn apiresourceschema_names_are_checked_and_specs_are_immutable() {
     let kcp = kcp().await;

@@ -287,6 +287,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
             let version_root = Ident::new(&version_root, Span::call_site());
             let storage = served.storage;
             let conversion = match &served.spec {
+                Some(_) if served.additive => quote!(::core::option::Option::None),
                 Some(spec) => {
                     // On the spec type: a missing `From`/`TryFrom` is reported there.
                     let conversion = respan(quote!(#p::runtime::conversion), spec.span());
@@ -310,6 +311,31 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
         })
         .collect();
     let served_version_items = served_versions.iter().map(|(item, _)| item);
+    // An additive version's fields must be the hub's: its objects read as the hub's then, and the
+    // hub's read at it lose only the added fields.
+    let hub_fields: Vec<String> = model
+        .fields
+        .iter()
+        .filter(|f| !f.json.skipped)
+        .map(|f| f.json.name.clone())
+        .collect();
+    // A flattened field brings fields the macro does not see: nothing to check against.
+    let hub_open = model.fields.iter().any(|f| f.json.flatten);
+    let additive_checks = model.served_versions.iter().filter(|v| v.additive && !hub_open).filter_map(|served| {
+        let spec = served.spec.as_ref()?;
+        let message = format!(
+            "`{}` is declared `additive`, but a field of `{}` is no field of `{spec_ident}` ({}): the hub's spec may only add fields to it",
+            served.name,
+            Paths::string(spec.to_token_stream()),
+            hub_fields.join(", ")
+        );
+        let fields = respan(quote!(#p::runtime::fields), spec.span());
+        Some(quote_spanned! {spec.span()=>
+            const _: () = if !#fields::fields_within::<#spec>(&[#(#hub_fields),*]) {
+                ::core::panic!(#message)
+            };
+        })
+    });
     let served_versions_const = if served_versions.is_empty() {
         TokenStream::new()
     } else {
@@ -499,6 +525,7 @@ fn generate(item: &DeriveInput, model: &Model) -> TokenStream {
             #status_check
             #(#column_checks)*
             #rule_checks
+            #(#additive_checks)*
 
             // The runtime shares objects across its worker threads.
             fn __assert_field<T: ::core::marker::Send + ::core::marker::Sync + 'static>() {}

@@ -257,6 +257,9 @@ pub(crate) struct ServedVersion {
     pub name: String,
     /// Its own spec type, converted to and from the hub's; `None` when it shares the hub's.
     pub spec: Option<TypePath>,
+    /// The hub's spec only adds fields to `spec`'s: the API server converts by `apiVersion`
+    /// (pruning the added fields), no code runs.
+    pub additive: bool,
     pub storage: bool,
     /// `Some` when deprecated, with the warning if one was given.
     pub deprecated: Option<Option<String>>,
@@ -304,20 +307,37 @@ fn served_versions(
             }
             storage.get_or_insert_with(|| name.clone());
         }
-        if kcp && let Some(spec) = &version.spec {
+        if let Some(span) = version.additive
+            && version.spec.is_none()
+        {
+            errors.push(error(
+                span,
+                format!(
+                    "`additive` says the hub's spec adds fields to `{name}`'s own spec type, but `{name}` \
+                     has none: it shares the hub's spec already; add `spec = <its spec type>` or \
+                     remove `additive`"
+                ),
+            ));
+        }
+        if kcp
+            && version.additive.is_none()
+            && let Some(spec) = &version.spec
+        {
             errors.push(error(
                 spec.span(),
                 format!(
                     "`{name}` has its own spec type, so it converts in Rust through a conversion \
                      webhook, but kcp converts an APIResourceSchema's versions only by declarative \
                      rules and calls no webhook: serve `{name}` with this spec's schema (leave out \
-                     `spec`) or leave out `kcp`"
+                     `spec`), declare it `additive` if this spec only adds fields to it, or leave \
+                     out `kcp`"
                 ),
             ));
         }
         checked.push(ServedVersion {
             name,
             spec: version.spec.clone(),
+            additive: version.additive.is_some(),
             storage: version.storage,
             deprecated: version
                 .deprecated

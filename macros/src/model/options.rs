@@ -33,7 +33,7 @@ pub(crate) const OPTIONS: &[&str] = &[
     "served_version",
 ];
 
-const SERVED_VERSION_OPTIONS: &[&str] = &["name", "spec", "storage", "deprecated"];
+const SERVED_VERSION_OPTIONS: &[&str] = &["name", "spec", "additive", "storage", "deprecated"];
 
 const GUARD_OPTIONS: &[&str] = &["group", "version", "kind", "plural", "namespace", "labels"];
 
@@ -92,6 +92,8 @@ pub(crate) struct ServedVersion {
     pub name: Option<LitStr>,
     /// Its own spec type; `None` when it shares the hub's.
     pub spec: Option<TypePath>,
+    /// `additive`, with its span: the spec type's fields are fields of the hub's.
+    pub additive: Option<Span>,
     pub storage: bool,
     /// `deprecated` (`Some(None)`) or `deprecated = "warning"`.
     pub deprecated: Option<Option<LitStr>>,
@@ -525,12 +527,14 @@ fn deletion_guard(meta: &Meta, errors: &mut Accumulator) -> Option<Guard> {
 fn served_version(meta: &Meta, errors: &mut Accumulator) -> Option<ServedVersion> {
     let how = "write `served_version(name = \"v1alpha1\")` for a version with this spec's schema, \
                or `served_version(name = \"v1alpha1\", spec = VeleroSpecV1alpha1)` for one with its \
-               own spec type, optionally with `storage` and `deprecated = \"warning\"`";
+               own spec type (`additive` when the hub only adds fields to it), optionally with \
+               `storage` and `deprecated = \"warning\"`";
     let items = nested_list(meta, "served_version", how, errors)?;
     let mut version = ServedVersion {
         span: meta.path().span(),
         name: None,
         spec: None,
+        additive: None,
         storage: false,
         deprecated: None,
     };
@@ -575,6 +579,9 @@ fn served_version(meta: &Meta, errors: &mut Accumulator) -> Option<ServedVersion
                 version.name = lit_str(meta, "name", "v1alpha1", errors)
             }
             ("storage", NestedMeta::Meta(meta)) => version.storage = flag(meta, "storage", errors),
+            ("additive", NestedMeta::Meta(meta)) => {
+                version.additive = flag(meta, "additive", errors).then(|| meta.span())
+            }
             ("deprecated", NestedMeta::Meta(Meta::Path(_))) => version.deprecated = Some(None),
             ("deprecated", NestedMeta::Meta(Meta::NameValue(nv))) => match &nv.value {
                 Expr::Lit(ExprLit {

@@ -2,8 +2,8 @@
 //! that an APIExport points at.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceColumnDefinition, CustomResourceDefinitionNames, CustomResourceSubresources,
-    JSONSchemaProps, SelectableField,
+    CustomResourceColumnDefinition, CustomResourceConversion, CustomResourceDefinitionNames,
+    CustomResourceSubresources, JSONSchemaProps, SelectableField,
 };
 use kube::CustomResource;
 use serde::{Deserialize, Serialize};
@@ -29,6 +29,9 @@ pub struct APIResourceSchemaSpec {
     pub scope: String,
     /// The versions; exactly one has `storage: true`.
     pub versions: Vec<APIResourceVersion>,
+    /// How objects convert between the versions; kcp requires it when there is more than one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversion: Option<CustomResourceConversion>,
 }
 
 /// One version of an [`APIResourceSchema`].

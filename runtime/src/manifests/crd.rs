@@ -2,7 +2,7 @@
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceConversion, CustomResourceDefinition,
-    WebhookConversion,
+    ServiceReference, WebhookClientConfig, WebhookConversion,
 };
 use kube::CustomResourceExt;
 
@@ -60,8 +60,10 @@ fn label(crd: &mut CustomResourceDefinition, cluster: &str) {
 /// The Service API CRD: `P::crd()` and the CRD of each other served version merged into one (the
 /// hub first, then the others as declared; `storage` on the one objects are stored at), with the
 /// cluster label `onboarding` and the common columns. When a version converts in Rust the CRD's
-/// conversion strategy is `Webhook`, reviewed in `ConversionReview` v1; where the webhook is
-/// reached is the deployment's to say (`init` fills `clientConfig`).
+/// conversion strategy is `Webhook`, reviewed in `ConversionReview` v1 at the Service
+/// `<kind>-webhook` in `openmcp-system`, a placeholder so that the CRD applies as it is: where
+/// the webhook is reached is the deployment's to say, and `init` writes it with the CA bundle
+/// (see [`crate::cli::conversion_webhook`]).
 pub fn service_crd<P: ServiceProvider>() -> CustomResourceDefinition {
     let mut crd = P::crd();
     let storage = conversion::storage_version::<P>();
@@ -75,7 +77,17 @@ pub fn service_crd<P: ServiceProvider>() -> CustomResourceDefinition {
         crd.spec.conversion = Some(CustomResourceConversion {
             strategy: "Webhook".into(),
             webhook: Some(WebhookConversion {
-                client_config: None,
+                client_config: Some(WebhookClientConfig {
+                    service: Some(ServiceReference {
+                        // A placeholder, until `init` writes where the webhook is: named like the
+                        // default provider name, where openMCP runs providers.
+                        namespace: "openmcp-system".to_owned(),
+                        name: format!("{}-webhook", P::INFO.kind.to_lowercase()),
+                        path: Some(crate::ops::CONVERT_PATH.to_owned()),
+                        port: Some(443),
+                    }),
+                    ..Default::default()
+                }),
                 conversion_review_versions: vec!["v1".into()],
             }),
         });

@@ -1,7 +1,7 @@
 //! The kcp APIResourceSchema (content-addressed) and APIExport of a Service API.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSONSchemaProps,
+    CustomResourceConversion, CustomResourceDefinition, JSONSchemaProps,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -27,7 +27,7 @@ pub fn api_resource_schema_from_crd(crd: &CustomResourceDefinition) -> APIResour
     if names.list_kind.is_none() {
         names.list_kind = Some(format!("{}List", names.kind));
     }
-    let versions = crd
+    let versions: Vec<APIResourceVersion> = crd
         .spec
         .versions
         .iter()
@@ -53,11 +53,23 @@ pub fn api_resource_schema_from_crd(crd: &CustomResourceDefinition) -> APIResour
             selectable_fields: v.selectable_fields.clone().unwrap_or_default(),
         })
         .collect();
+    // kcp requires a conversion for more than one version ("Conversion must be specified when
+    // multiple versions exist"); a kcp provider's versions share one spec type, so `None`.
+    let conversion = (versions.len() > 1).then(|| {
+        crd.spec
+            .conversion
+            .clone()
+            .unwrap_or_else(|| CustomResourceConversion {
+                strategy: "None".to_owned(),
+                webhook: None,
+            })
+    });
     let spec = APIResourceSchemaSpec {
         group: crd.spec.group.clone(),
         names,
         scope: crd.spec.scope.clone(),
         versions,
+        conversion,
     };
     let name = format!(
         "{}.{}.{}",
