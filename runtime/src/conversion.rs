@@ -2,12 +2,13 @@
 //!
 //! The version the attribute names (`version = …`) is the hub: the reconciler sees it, and every
 //! other served version (`served_version(...)`) converts to and from it. A version declared
-//! without a spec type of its own shares the hub's schema, so the API server converts it by
-//! changing `apiVersion` only (the CRD's `None` strategy). A version with its own spec type
-//! converts in Rust, by the author's `TryFrom` (or `From`) both ways between its spec and the
-//! hub's, and the CRD names this provider's conversion webhook, which answers
-//! [`ConversionReview`]s with [`review`] (served by `ops::serve_webhook`). Only the spec converts: `metadata` and `status` are the
-//! same in every version (the status is the runtime's, not the author's).
+//! without a spec type of its own shares the hub's schema, and one declared `additive` has a
+//! spec whose fields the hub's only adds to: the API server converts both by changing
+//! `apiVersion` (the CRD's `None` strategy). Any other version with its own spec type converts in
+//! Rust, by the author's `TryFrom` (or `From`) both ways between its spec and the hub's, and the
+//! CRD names this provider's conversion webhook, which answers [`ConversionReview`]s with
+//! [`review`] (served by `ops::serve_webhook`). Only the spec converts: `metadata` and `status`
+//! are the same in every version (the status is the runtime's, not the author's).
 
 use std::fmt::Display;
 
@@ -114,7 +115,7 @@ pub fn convert<P: ServiceProvider>(
 /// Answers a `ConversionReview` as controller-runtime's conversion webhook does: every object
 /// converted, or a failure naming the first that could not be, and none converted.
 pub fn review<P: ServiceProvider>(review: ConversionReview) -> ConversionReview {
-    let request = match ConversionRequest::from_review(review) {
+    let mut request = match ConversionRequest::from_review(review) {
         Ok(request) => request,
         Err(_) => {
             return ConversionResponse::invalid(Status::failure(
@@ -125,7 +126,7 @@ pub fn review<P: ServiceProvider>(review: ConversionReview) -> ConversionReview 
         }
     };
     let desired = request.desired_api_version.clone();
-    let objects = request.objects.clone();
+    let objects = std::mem::take(&mut request.objects);
     let response = ConversionResponse::for_request(request);
     let converted: Result<Vec<Value>, String> = objects
         .into_iter()

@@ -152,6 +152,24 @@ async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
         ["v1", "v1alpha1"]
     );
 
+    // Without the certificate where run reads it, run stops and says where to put it.
+    let mut uncertified = operated.run_with(
+        "sp-widget-x",
+        1,
+        &[
+            "--webhook-cert-path=/nonexistent/webhook-certificate",
+            &format!("--webhooks-bind-address=127.0.0.1:{port}"),
+        ],
+    );
+    let status = uncertified.process.wait(TIMEOUT).await;
+    let stderr = uncertified.process.stderr();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/webhook-certificate/tls.crt")
+            && stderr.contains("point --webhook-cert-path at its directory"),
+        "{stderr}"
+    );
+
     let deployed = deploy(&operated, &env, port, "widgets.versions.test/v1").await;
 
     // run migrates the Widget stored at v1 through its webhook, and trims the stored versions.
