@@ -157,8 +157,9 @@ pub fn from_storage(info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
     if info.strategy == Strategy::Autoscaling && info.version == "v1" {
         hpa_v2_to_v1(&mut obj);
     }
-    let converted = obj.get("apiVersion").and_then(Value::as_str) != Some(&info.api_version());
-    obj["apiVersion"] = Value::String(info.api_version());
+    let served = info.api_version();
+    let converted = obj.get("apiVersion").and_then(Value::as_str) != Some(served.as_str());
+    obj["apiVersion"] = Value::String(served);
     // A custom resource read at another version than it is stored at is pruned and defaulted by
     // that version's schema, as kube's storage codec does after any conversion, `None` included
     // (customresource_handler.go `schemaCoercingConverter`): fields the version does not have are

@@ -283,7 +283,7 @@ impl GoFlags {
         };
         let dir = match &self.webhook_cert_path {
             Some(dir) if !dir.as_os_str().is_empty() => dir.clone(),
-            _ => std::env::temp_dir().join("k8s-webhook-server/serving-certs"),
+            _ => std::env::temp_dir().join(crate::manifests::WEBHOOK_CERT_DIR_IN_TMP),
         };
         Ok(Some(crate::cli::run::WebhookServing {
             addr,

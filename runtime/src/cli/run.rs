@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::{Api, ResourceExt};
+use kube::Api;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -367,7 +367,7 @@ impl<P: Reconcile> Runtime<P> {
         if crate::conversion::needs_webhook::<P>() {
             self.tasks.spawn(migrate_stored_objects(
                 onboarding.client().clone(),
-                crate::manifests::service_crd::<P>().name_any(),
+                P::crd_name().to_owned(),
                 self.shutdown.clone(),
             ));
         }

@@ -19,9 +19,10 @@ use crate::provider::ServiceProvider;
 /// openmcp-operator's default metrics port.
 pub const METRICS_PORT: i32 = 8080;
 
-/// Where `run` reads the conversion webhook's certificate when `--webhook-cert-path` is not given
-/// (controller-runtime's default directory, under the container's `/tmp`).
-pub(crate) const WEBHOOK_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+/// Where `run` reads the conversion webhook's certificate when `--webhook-cert-path` is not given:
+/// controller-runtime's default directory, under the temporary directory (`/tmp` in the
+/// container, where the deployment mounts the certificate).
+pub(crate) const WEBHOOK_CERT_DIR_IN_TMP: &str = "k8s-webhook-server/serving-certs";
 
 /// The conversion webhook's certificate Secret `init` makes unless `WEBHOOK_SECRET_NAME` names
 /// another, in the provider's namespace on the platform cluster.
@@ -42,7 +43,7 @@ fn mount_webhook_certificate(spec: &mut DeploymentSpec, provider_name: &str) {
     });
     spec.extra_volume_mounts.push(VolumeMount {
         name: volume.to_owned(),
-        mount_path: WEBHOOK_CERT_DIR.to_owned(),
+        mount_path: format!("/tmp/{WEBHOOK_CERT_DIR_IN_TMP}"),
         read_only: Some(true),
         ..Default::default()
     });

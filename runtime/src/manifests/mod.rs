@@ -25,6 +25,7 @@ use serde::Serialize;
 pub(crate) mod rbac;
 
 pub use crd::{CLUSTER_LABEL, COMMON_COLUMNS, common_columns, provider_config_crd, service_crd};
+pub(crate) use deploy::WEBHOOK_CERT_DIR_IN_TMP;
 #[cfg(feature = "dev")]
 pub(crate) use deploy::spec_sample;
 pub use deploy::{METRICS_PORT, deployment, webhook_certificate_secret};
