@@ -81,7 +81,7 @@ fn open_watchers(env: &TestEnv) -> usize {
         .kcp()
         .shards()
         .iter()
-        .map(|s| s.shard().store().watcher_count())
+        .map(|s| s.open_watches())
         .sum()
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
-use service_provider_apiserver::auth::{
+use service_provider_apiserver::internals::auth::{
     Attributes, Authenticator, Decision, LiveObject, ObjectLookup, Rbac, RbacKind,
     ServiceAccountRef, TokenIssuer, TokenIssuerConfig, UserInfo, bootstrap,
 };

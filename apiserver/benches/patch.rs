@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::{Value, json};
-use service_provider_apiserver::patch::{self, ApplyRequest, Target, TypeShape};
+use service_provider_apiserver::internals::patch::{self, ApplyRequest, Target, TypeShape};
 
 /// CPU time of this thread in nanoseconds (Linux), so numbers hold on a busy machine.
 fn cpu_ns() -> Option<u64> {

@@ -5,7 +5,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use service_provider_apiserver::schema::{
+use service_provider_apiserver::internals::schema::{
     FieldValidation, OpenApiDocuments, OpenApiResource, ResourceSchema, Structural,
 };
 

@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{PostParams, WatchEvent, WatchParams};
 use serde_json::json;
-use service_provider_apiserver::shard::DEFAULT_LOGICAL_CLUSTER;
-use service_provider_apiserver::{ApiServer, Cluster, storage};
+use service_provider_apiserver::internals::{self, DEFAULT_LOGICAL_CLUSTER, storage};
+use service_provider_apiserver::{ApiServer, Cluster};
 
 fn concurrency() -> usize {
     std::env::var("BENCH_CONCURRENCY")
@@ -104,7 +104,7 @@ async fn bench_raw_get(c: &Cluster) {
     let _ = api
         .create(&PostParams::default(), &cm("target", 1024))
         .await;
-    let addr = c.endpoint().addr();
+    let addr = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, c.port()));
     let token = c.admin_token().to_string();
     let cpu0 = cpu_seconds();
     let count = Arc::new(AtomicU64::new(0));
@@ -239,7 +239,7 @@ async fn bench_watch(c: &Cluster, decode: Decode) {
     .await
     .expect("create ns");
     let api: Api<ConfigMap> = Api::namespaced(c.client(), ns);
-    let rv = c.shard().store().current_rv().to_string();
+    let rv = internals::shard_of(c).store().current_rv().to_string();
     let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(WATCHERS);
     let mut watchers = Vec::new();
     for _ in 0..WATCHERS {
@@ -285,7 +285,7 @@ async fn bench_watch(c: &Cluster, decode: Decode) {
     let _ = api;
     // Writes go through the in-process API (same semantics as HTTP writes), so the measurement is
     // the fan-out: encoding once, streaming to 100 connections, decoding in 100 kube clients.
-    let shard = c.shard().clone();
+    let shard = internals::shard_of(c).clone();
     let cluster = shard
         .logical_cluster(DEFAULT_LOGICAL_CLUSTER)
         .expect("cluster");
@@ -363,7 +363,7 @@ async fn bench_memory() {
     )
     .await
     .expect("cluster");
-    let shard = c.shard().clone();
+    let shard = internals::shard_of(&c).clone();
     let cluster = shard
         .logical_cluster(DEFAULT_LOGICAL_CLUSTER)
         .expect("cluster");

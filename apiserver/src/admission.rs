@@ -13,7 +13,7 @@ use crate::shard::Shard;
 
 /// The operation being admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
+pub(crate) enum Operation {
     /// create (also server-side apply creating an object)
     Create,
     /// update, patch
@@ -23,7 +23,7 @@ pub enum Operation {
 }
 
 /// What a plugin sees and may change.
-pub struct Attributes<'a> {
+pub(crate) struct Attributes<'a> {
     /// The operation.
     pub operation: Operation,
     /// The resource (in the version of the request).
@@ -42,35 +42,27 @@ pub struct Attributes<'a> {
     pub object: Option<&'a mut Value>,
     /// The current object (update, delete).
     pub old: Option<&'a Value>,
-    /// `dryRun=All`.
-    pub dry_run: bool,
 }
 
 /// An admission plugin (mutating and validating in one: it may change `object` or refuse).
-pub trait AdmissionPlugin: Send + Sync {
-    /// The plugin's name, for logs.
-    fn name(&self) -> &str;
+pub(crate) trait AdmissionPlugin: Send + Sync {
     /// Admits (possibly after changing the object) or refuses the request.
     fn admit(&self, shard: &Shard, attrs: &mut Attributes<'_>) -> ApiResult<()>;
 }
 
 /// The default chain.
-pub fn default_plugins() -> Vec<Arc<dyn AdmissionPlugin>> {
+pub(crate) fn default_plugins() -> Vec<Arc<dyn AdmissionPlugin>> {
     vec![Arc::new(NamespaceLifecycle)]
 }
 
 /// Refuses content in namespaces that do not exist or are being deleted, and the deletion of the
 /// namespaces the system needs.
-pub struct NamespaceLifecycle;
+pub(crate) struct NamespaceLifecycle;
 
 /// Namespaces that cannot be deleted.
-pub const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+pub(crate) const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 
 impl AdmissionPlugin for NamespaceLifecycle {
-    fn name(&self) -> &str {
-        "NamespaceLifecycle"
-    }
-
     fn admit(&self, shard: &Shard, a: &mut Attributes<'_>) -> ApiResult<()> {
         if a.info.group.is_empty() && a.info.resource == "namespaces" {
             if a.operation == Operation::Delete && IMMORTAL_NAMESPACES.contains(&a.name) {

@@ -17,7 +17,7 @@ use crate::shard::{DEFAULT_LOGICAL_CLUSTER, Shard};
 use crate::store::{ObjKey, StoreKey};
 
 /// Authentication and authorization state of one shard.
-pub struct Authn {
+pub(crate) struct Authn {
     authenticator: Authenticator,
     kcp: bool,
     /// kcp: the shard-wide bootstrap policy logical clusters fall back to.
@@ -34,15 +34,9 @@ impl std::fmt::Debug for Authn {
 }
 
 impl Authn {
-    /// The authenticator of a shard: its admin token and a fresh ServiceAccount signing key (so a
-    /// token is valid only on the shard that minted it).
-    pub fn new(admin_token: &str, kcp: bool) -> Result<Self, crate::auth::jwt::JwtError> {
-        Authn::with_issuer(admin_token, kcp, None)
-    }
-
     /// The authenticator of a shard with its admin token and the given ServiceAccount token
     /// issuer (`None`: a fresh one), shared by the shards of one kcp installation.
-    pub fn with_issuer(
+    pub(crate) fn with_issuer(
         admin_token: &str,
         kcp: bool,
         issuer: Option<Arc<TokenIssuer>>,
@@ -66,17 +60,12 @@ impl Authn {
     }
 
     /// The authenticator (static tokens can be added to it).
-    pub fn authenticator(&self) -> &Authenticator {
+    pub(crate) fn authenticator(&self) -> &Authenticator {
         &self.authenticator
     }
 
-    /// Whether the shard is a kcp shard.
-    pub fn is_kcp(&self) -> bool {
-        self.kcp
-    }
-
     /// The authorizer of a logical cluster.
-    pub fn rbac(&self, cluster: &str) -> Arc<Rbac> {
+    pub(crate) fn rbac(&self, cluster: &str) -> Arc<Rbac> {
         if let Some(r) = self.rbac.read().get(cluster) {
             return r.clone();
         }
@@ -89,14 +78,14 @@ impl Authn {
     }
 
     /// Forgets the authorizer of a removed logical cluster.
-    pub fn remove_cluster(&self, cluster: &str) {
+    pub(crate) fn remove_cluster(&self, cluster: &str) {
         self.rbac.write().remove(cluster);
     }
 
     /// Authenticates a request by its client certificate and `Authorization` header: neither is
     /// `system:anonymous`; a certificate the CA did not sign, or a token nobody issued (or an
     /// expired or revoked one), is 401.
-    pub fn authenticate(
+    pub(crate) fn authenticate(
         &self,
         shard: &Shard,
         authorization: Option<&str>,
@@ -111,7 +100,12 @@ impl Authn {
     }
 
     /// Authorizes `attrs` for `user` in a logical cluster.
-    pub fn authorize(&self, cluster: &str, user: &UserInfo, attrs: &Attributes) -> ApiResult<()> {
+    pub(crate) fn authorize(
+        &self,
+        cluster: &str,
+        user: &UserInfo,
+        attrs: &Attributes,
+    ) -> ApiResult<()> {
         if user.is_privileged() {
             return Ok(());
         }
@@ -140,13 +134,13 @@ impl Authn {
     }
 
     /// The `ServiceAccountRef` cluster of a logical cluster: kcp tokens name their logical cluster.
-    pub fn token_cluster<'a>(&self, cluster: &'a str) -> Option<&'a str> {
+    pub(crate) fn token_cluster<'a>(&self, cluster: &'a str) -> Option<&'a str> {
         self.kcp.then_some(cluster)
     }
 }
 
 /// Lets the auth module see ServiceAccounts and Secrets in the shard's store.
-pub struct ShardLookup<'a>(pub &'a Shard);
+pub(crate) struct ShardLookup<'a>(pub &'a Shard);
 
 impl ShardLookup<'_> {
     fn live(
@@ -191,7 +185,7 @@ impl ObjectLookup for ShardLookup<'_> {
 }
 
 /// The authorization attributes of a resource request.
-pub fn resource_attributes(
+pub(crate) fn resource_attributes(
     verb: &str,
     group: &str,
     version: &str,

@@ -182,6 +182,11 @@ impl Cluster {
         self.inner.endpoint.url()
     }
 
+    /// The port the cluster listens on (127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.inner.endpoint.addr().port()
+    }
+
     /// The CA certificate (PEM) clients must trust; `None` for plain HTTP.
     pub fn ca_pem(&self) -> Option<&str> {
         self.inner.ca_pem.as_deref()
@@ -330,14 +335,9 @@ impl Cluster {
         self.inner.shard.set_deployments_available(on);
     }
 
-    /// The shard behind the cluster (storage, registry, admission), for modes built on this crate.
-    pub fn shard(&self) -> &Arc<Shard> {
+    /// The shard behind the cluster (storage, registry, admission).
+    pub(crate) fn shard(&self) -> &Arc<Shard> {
         &self.inner.shard
-    }
-
-    /// The HTTP endpoint.
-    pub fn endpoint(&self) -> &Arc<Endpoint> {
-        &self.inner.endpoint
     }
 }
 

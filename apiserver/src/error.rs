@@ -44,10 +44,10 @@ pub struct ApiError {
 }
 
 /// Shorthand for results of request handling.
-pub type ApiResult<T> = Result<T, ApiError>;
+pub(crate) type ApiResult<T> = Result<T, ApiError>;
 
 /// The group-qualified resource (`deployments.apps`, or `configmaps` for the core group) used in messages.
-pub fn qualified(group: &str, resource: &str) -> String {
+pub(crate) fn qualified(group: &str, resource: &str) -> String {
     if group.is_empty() {
         resource.to_string()
     } else {
@@ -337,7 +337,7 @@ impl ApiError {
 }
 /// Go's `strconv.Quote` (`%q`): double quotes, `\"` and `\\` escaped, control characters as
 /// `\n`, `\t`, `\x00` or `\u0085`; other printable characters, including non-ASCII, kept.
-pub fn go_quote(s: &str) -> String {
+pub(crate) fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -372,7 +372,7 @@ pub fn go_quote(s: &str) -> String {
 }
 
 /// Go's `%q` of a `[]string`: `["a" "b"]`.
-pub fn go_quote_list(items: &[String]) -> String {
+pub(crate) fn go_quote_list(items: &[String]) -> String {
     let quoted: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
     format!("[{}]", quoted.join(" "))
 }

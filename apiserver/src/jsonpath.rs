@@ -81,7 +81,7 @@ fn as_text(v: &Value) -> String {
 }
 
 /// Every value the path selects, in document order (empty for paths it does not understand).
-pub fn find<'a>(root: &'a Value, path: &str) -> Vec<&'a Value> {
+pub(crate) fn find<'a>(root: &'a Value, path: &str) -> Vec<&'a Value> {
     let Some(steps) = parse(path) else {
         return Vec::new();
     };

@@ -7,7 +7,7 @@ use crate::registry::ResourceInfo;
 
 /// Who a write is recorded for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldManager<'a> {
+pub(crate) enum FieldManager<'a> {
     /// Record the write for this manager (an `Update` entry).
     Record(&'a str),
     /// The object already carries its managedFields (server-side apply computed them).
@@ -15,7 +15,7 @@ pub enum FieldManager<'a> {
 }
 
 /// Records a create.
-pub fn on_create(info: &ResourceInfo, obj: &mut Value, manager: FieldManager<'_>) {
+pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Value, manager: FieldManager<'_>) {
     if let FieldManager::Record(m) = manager {
         let av = info.api_version();
         let now = crate::meta::now_rfc3339();
@@ -31,7 +31,7 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value, manager: FieldManager<'_>
 }
 
 /// Records an update (`sub` is the subresource written).
-pub fn on_update(
+pub(crate) fn on_update(
     info: &ResourceInfo,
     obj: &mut Value,
     old: &Value,

@@ -3,26 +3,19 @@
 use serde_json::{Map, Value};
 
 /// The current time in the RFC 3339 form kube-apiserver writes (`2024-05-01T12:00:00Z`).
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
 }
 
-/// The current time with microseconds (`MicroTime`, used by events and leases).
-pub fn now_micro() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%S.%6fZ")
-        .to_string()
-}
-
 /// A fresh object uid.
-pub fn new_uid() -> String {
+pub(crate) fn new_uid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
 /// `metadata` of an object, created when missing.
-pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
+pub(crate) fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj.get("metadata").is_some_and(Value::is_object) {
         obj["metadata"] = Value::Object(Map::new());
     }
@@ -33,12 +26,12 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
 }
 
 /// A string field of `metadata`.
-pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
 }
 
 /// Sets or removes (on `None`) a `metadata` field.
-pub fn set_meta(obj: &mut Value, field: &str, value: Option<Value>) {
+pub(crate) fn set_meta(obj: &mut Value, field: &str, value: Option<Value>) {
     let m = metadata_mut(obj);
     match value {
         Some(v) => {
@@ -51,7 +44,7 @@ pub fn set_meta(obj: &mut Value, field: &str, value: Option<Value>) {
 }
 
 /// The finalizers of an object.
-pub fn finalizers(obj: &Value) -> Vec<String> {
+pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
     obj.get("metadata")
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
@@ -64,7 +57,7 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
 }
 
 /// Parses a decimal resourceVersion; kube-apiserver answers 400 for anything else.
-pub fn parse_rv(rv: &str) -> Result<u64, crate::error::ApiError> {
+pub(crate) fn parse_rv(rv: &str) -> Result<u64, crate::error::ApiError> {
     rv.parse::<u64>().map_err(|_| {
         // Go's strconv error, as kube-apiserver quotes it.
         crate::error::ApiError::bad_request(format!(
@@ -75,7 +68,7 @@ pub fn parse_rv(rv: &str) -> Result<u64, crate::error::ApiError> {
 }
 
 /// The name part a generateName prefix is completed with: five lower-case alphanumerics, as kube does.
-pub fn generate_suffix() -> String {
+pub(crate) fn generate_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let bytes = *uuid::Uuid::new_v4().as_bytes();
     bytes[..5]
@@ -97,7 +90,7 @@ fn is_label(s: &str) -> bool {
 }
 
 /// Checks a name as an RFC 1123 subdomain; returns kube-apiserver's message when it is not one.
-pub fn check_subdomain(name: &str) -> Option<String> {
+pub(crate) fn check_subdomain(name: &str) -> Option<String> {
     if name.len() > 253 {
         return Some("must be no more than 253 characters".into());
     }
@@ -109,7 +102,7 @@ pub fn check_subdomain(name: &str) -> Option<String> {
 }
 
 /// Checks a name as an RFC 1123 label; returns kube-apiserver's message when it is not one.
-pub fn check_label(name: &str) -> Option<String> {
+pub(crate) fn check_label(name: &str) -> Option<String> {
     if name.len() > 63 {
         return Some("must be no more than 63 characters".into());
     }
@@ -121,7 +114,7 @@ pub fn check_label(name: &str) -> Option<String> {
 }
 
 /// Checks a name the way path segments are checked for names kube accepts loosely (`ValidatePathSegmentName`).
-pub fn check_path_segment(name: &str) -> Option<String> {
+pub(crate) fn check_path_segment(name: &str) -> Option<String> {
     if name == "." || name == ".." {
         return Some(format!("may not be '{name}'"));
     }
@@ -131,14 +124,6 @@ pub fn check_path_segment(name: &str) -> Option<String> {
     None
 }
 
-/// Renders a JSON value the way kube-apiserver quotes an invalid value in messages.
-pub fn quote_value(v: &Value) -> String {
-    match v {
-        Value::String(s) => format!("{s:?}"),
-        other => other.to_string(),
-    }
-}
-
 /// The keys Go's API types write first, in this order: `TypeMeta` (`kind`, `apiVersion`) is
 /// embedded first in every Kubernetes object and list, `metadata` follows it.
 const GO_FIRST_KEYS: [&str; 3] = ["kind", "apiVersion", "metadata"];
@@ -146,14 +131,14 @@ const GO_FIRST_KEYS: [&str; 3] = ["kind", "apiVersion", "metadata"];
 /// An object as JSON with its top-level keys in the order kube-apiserver writes them — `kind`,
 /// `apiVersion`, `metadata`, then the rest — rather than serde_json's alphabetical order, so
 /// clients and people that read the bytes see what a real cluster sends.
-pub fn to_json_go_order(v: &Value) -> Result<Vec<u8>, serde_json::Error> {
+pub(crate) fn to_json_go_order(v: &Value) -> Result<Vec<u8>, serde_json::Error> {
     let mut out = Vec::with_capacity(256);
     write_json_go_order(&mut out, v)?;
     Ok(out)
 }
 
 /// [`to_json_go_order`] appending to `out`.
-pub fn write_json_go_order(out: &mut Vec<u8>, v: &Value) -> Result<(), serde_json::Error> {
+pub(crate) fn write_json_go_order(out: &mut Vec<u8>, v: &Value) -> Result<(), serde_json::Error> {
     let Value::Object(m) = v else {
         return serde_json::to_writer(out, v);
     };

@@ -60,7 +60,7 @@ fn documents(t: &Target) -> Arc<OpenApiDocuments> {
 }
 
 /// Serves `/openapi<rest>`.
-pub fn serve(t: &Target, rest: &str, accept: Option<&str>) -> ApiResult<Response<Body>> {
+pub(crate) fn serve(t: &Target, rest: &str, accept: Option<&str>) -> ApiResult<Response<Body>> {
     // kubectl asks for the v2 document as protobuf only and falls back from 406.
     let output = negotiate(accept, Allowed::default())?;
     let docs = documents(t);

@@ -38,7 +38,7 @@ fn parse_json(body: &[u8]) -> ApiResult<Value> {
 }
 
 /// Applies a JSON merge, JSON or strategic merge patch to the current object (in `info`'s version).
-pub fn patch(
+pub(crate) fn patch(
     format: BodyFormat,
     info: &ResourceInfo,
     current: &Value,
@@ -58,7 +58,11 @@ pub fn patch(
 }
 
 /// The managedFields target of a write to `info` (`sub`: the subresource written).
-pub fn target<'a>(info: &ResourceInfo, api_version: &'a str, sub: Option<&'a str>) -> Target<'a> {
+pub(crate) fn target<'a>(
+    info: &ResourceInfo,
+    api_version: &'a str,
+    sub: Option<&'a str>,
+) -> Target<'a> {
     Target {
         api_version,
         subresource: sub,
@@ -68,7 +72,7 @@ pub fn target<'a>(info: &ResourceInfo, api_version: &'a str, sub: Option<&'a str
 
 /// Server-side apply of `body` (YAML or JSON) by `manager` onto `current` (`None`: the object does
 /// not exist yet). Returns the new object with its managedFields.
-pub fn apply(
+pub(crate) fn apply(
     info: &ResourceInfo,
     current: Option<&Value>,
     body: &[u8],

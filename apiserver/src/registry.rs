@@ -171,7 +171,7 @@ impl ResourceInfo {
 }
 
 /// `group/version`, or just `version` for the core group.
-pub fn api_version(group: &str, version: &str) -> String {
+pub(crate) fn api_version(group: &str, version: &str) -> String {
     if group.is_empty() {
         version.to_string()
     } else {
@@ -180,7 +180,7 @@ pub fn api_version(group: &str, version: &str) -> String {
 }
 
 /// Splits an apiVersion into group and version.
-pub fn split_api_version(av: &str) -> (&str, &str) {
+pub(crate) fn split_api_version(av: &str) -> (&str, &str) {
     match av.split_once('/') {
         Some((g, v)) => (g, v),
         None => ("", av),
@@ -189,7 +189,7 @@ pub fn split_api_version(av: &str) -> (&str, &str) {
 
 /// An immutable set of resources with lookup indexes.
 #[derive(Debug, Default)]
-pub struct ApiSet {
+pub(crate) struct ApiSet {
     by_gvr: HashMap<(String, String, String), Arc<ResourceInfo>>,
     /// group → version → resources, in registration order.
     groups: BTreeMap<String, BTreeMap<String, Vec<Arc<ResourceInfo>>>>,
@@ -199,7 +199,7 @@ pub struct ApiSet {
 
 impl ApiSet {
     /// Builds the indexes for a list of resources.
-    pub fn new(infos: impl IntoIterator<Item = Arc<ResourceInfo>>) -> Self {
+    pub(crate) fn new(infos: impl IntoIterator<Item = Arc<ResourceInfo>>) -> Self {
         let mut set = ApiSet::default();
         for i in infos {
             set.insert(i);
@@ -224,14 +224,19 @@ impl ApiSet {
     }
 
     /// Every resource.
-    pub fn all(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
         self.group_order
             .iter()
             .flat_map(|g| self.groups[g].values().flatten())
     }
 
     /// A resource by group, version and plural.
-    pub fn get(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceInfo>> {
+    pub(crate) fn get(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<Arc<ResourceInfo>> {
         self.by_gvr
             .get(&(group.to_string(), version.to_string(), resource.to_string()))
             .cloned()
@@ -239,7 +244,7 @@ impl ApiSet {
 
     /// The groups for discovery, in registration order (a set served on its own, such as a kcp
     /// virtual workspace's).
-    pub fn group_infos(&self) -> Vec<GroupInfo> {
+    pub(crate) fn group_infos(&self) -> Vec<GroupInfo> {
         self.group_order
             .iter()
             .map(|g| GroupInfo {
@@ -253,7 +258,7 @@ impl ApiSet {
 
 /// One API group as discovery shows it.
 #[derive(Debug, Clone)]
-pub struct GroupInfo {
+pub(crate) struct GroupInfo {
     /// Group name (empty for core).
     pub name: String,
     /// Versions, preferred first.
@@ -264,7 +269,7 @@ pub struct GroupInfo {
 
 /// Orders versions the way Kubernetes prefers them: GA over beta over alpha, higher numbers first,
 /// then non-Kubernetes-style versions alphabetically.
-pub fn version_priority_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn version_priority_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     fn parse(v: &str) -> Option<(u64, u8, u64)> {
         let rest = v.strip_prefix('v')?;
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
@@ -293,7 +298,7 @@ pub fn version_priority_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 /// The registry of a shard: shared built-ins plus per-logical-cluster dynamic resources.
-pub struct Registry {
+pub(crate) struct Registry {
     builtins: Arc<ApiSet>,
     dynamic: RwLock<HashMap<Arc<str>, ClusterApis>>,
 }
@@ -308,7 +313,7 @@ struct ClusterApis {
 
 impl Registry {
     /// A registry with the given built-ins.
-    pub fn new(builtins: Arc<ApiSet>) -> Self {
+    pub(crate) fn new(builtins: Arc<ApiSet>) -> Self {
         Registry {
             builtins,
             dynamic: RwLock::new(HashMap::new()),
@@ -316,7 +321,7 @@ impl Registry {
     }
 
     /// Replaces what `source` contributes to a logical cluster (an empty list removes it).
-    pub fn set_source(&self, cluster: &str, source: &str, infos: Vec<Arc<ResourceInfo>>) {
+    pub(crate) fn set_source(&self, cluster: &str, source: &str, infos: Vec<Arc<ResourceInfo>>) {
         let mut d = self.dynamic.write();
         let apis = d.entry(cluster.into()).or_default();
         if infos.is_empty() {
@@ -329,17 +334,17 @@ impl Registry {
     }
 
     /// A number that changes whenever the dynamic resources of a logical cluster change.
-    pub fn generation(&self, cluster: &str) -> u64 {
+    pub(crate) fn generation(&self, cluster: &str) -> u64 {
         self.dynamic.read().get(cluster).map_or(0, |a| a.generation)
     }
 
     /// Forgets everything dynamic of a logical cluster.
-    pub fn remove_cluster(&self, cluster: &str) {
+    pub(crate) fn remove_cluster(&self, cluster: &str) {
         self.dynamic.write().remove(cluster);
     }
 
     /// The dynamic resources of a logical cluster.
-    pub fn dynamic(&self, cluster: &str) -> Arc<ApiSet> {
+    pub(crate) fn dynamic(&self, cluster: &str) -> Arc<ApiSet> {
         self.dynamic
             .read()
             .get(cluster)
@@ -348,12 +353,12 @@ impl Registry {
     }
 
     /// The built-in resources.
-    pub fn builtins(&self) -> &Arc<ApiSet> {
+    pub(crate) fn builtins(&self) -> &Arc<ApiSet> {
         &self.builtins
     }
 
     /// Looks a served resource up; built-ins take precedence, as in kube-apiserver.
-    pub fn lookup(
+    pub(crate) fn lookup(
         &self,
         cluster: &str,
         group: &str,
@@ -374,7 +379,12 @@ impl Registry {
     }
 
     /// Looks a resource up by group and kind (any served version; the storage one when possible).
-    pub fn lookup_kind(&self, cluster: &str, group: &str, kind: &str) -> Option<Arc<ResourceInfo>> {
+    pub(crate) fn lookup_kind(
+        &self,
+        cluster: &str,
+        group: &str,
+        kind: &str,
+    ) -> Option<Arc<ResourceInfo>> {
         let find = |set: &ApiSet| -> Option<Arc<ResourceInfo>> {
             let versions = set.groups.get(group)?;
             let mut found: Option<Arc<ResourceInfo>> = None;
@@ -394,7 +404,7 @@ impl Registry {
     }
 
     /// The resource (its storage version) whose objects live under `store`.
-    pub fn by_store(&self, cluster: &str, store: &StoreKey) -> Option<Arc<ResourceInfo>> {
+    pub(crate) fn by_store(&self, cluster: &str, store: &StoreKey) -> Option<Arc<ResourceInfo>> {
         let pick = |set: &ApiSet| -> Option<Arc<ResourceInfo>> {
             let mut found = None;
             for i in set.all() {
@@ -411,14 +421,14 @@ impl Registry {
     }
 
     /// Every resource of a logical cluster.
-    pub fn all(&self, cluster: &str) -> Vec<Arc<ResourceInfo>> {
+    pub(crate) fn all(&self, cluster: &str) -> Vec<Arc<ResourceInfo>> {
         let dynamic = self.dynamic(cluster);
         self.builtins.all().chain(dynamic.all()).cloned().collect()
     }
 
     /// The groups of a logical cluster for discovery, core first, then built-in groups in order, then
     /// dynamic groups sorted by name.
-    pub fn groups(&self, cluster: &str) -> Vec<GroupInfo> {
+    pub(crate) fn groups(&self, cluster: &str) -> Vec<GroupInfo> {
         let dynamic = self.dynamic(cluster);
         let mut out: Vec<GroupInfo> = Vec::new();
         let mut add = |set: &ApiSet, order: Vec<String>| {

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 /// What a request addresses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RequestInfo {
+pub(crate) struct RequestInfo {
     /// A request for a resource (else a non-resource path such as `/version` or discovery).
     pub resource_request: bool,
     /// The path (after routing prefixes such as `/clusters/<name>`).
@@ -30,7 +30,7 @@ pub struct RequestInfo {
 
 impl RequestInfo {
     /// Parses a request as kube-apiserver's RequestInfoFactory does.
-    pub fn parse(method: &http::Method, path: &str, query: &Query) -> Self {
+    pub(crate) fn parse(method: &http::Method, path: &str, query: &Query) -> Self {
         let mut info = RequestInfo {
             path: path.to_string(),
             verb: method.as_str().to_lowercase(),
@@ -120,7 +120,7 @@ impl RequestInfo {
     }
 
     /// The counter label of the resource: plural, with `/subresource` when there is one.
-    pub fn resource_label(&self) -> String {
+    pub(crate) fn resource_label(&self) -> String {
         if !self.resource_request {
             return self.path.clone();
         }
@@ -134,22 +134,22 @@ impl RequestInfo {
 
 /// The decoded query string.
 #[derive(Debug, Clone, Default)]
-pub struct Query(pub HashMap<String, String>);
+pub(crate) struct Query(pub HashMap<String, String>);
 
 impl Query {
     /// Parses `a=b&c=d`.
-    pub fn parse(q: Option<&str>) -> Self {
+    pub(crate) fn parse(q: Option<&str>) -> Self {
         Query(
             q.map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
                 .unwrap_or_default(),
         )
     }
     /// A parameter.
-    pub fn get(&self, k: &str) -> Option<&str> {
+    pub(crate) fn get(&self, k: &str) -> Option<&str> {
         self.0.get(k).map(String::as_str)
     }
     /// A boolean flag (`watch=true`, `watch=1`).
-    pub fn flag(&self, k: &str) -> bool {
+    pub(crate) fn flag(&self, k: &str) -> bool {
         matches!(self.get(k), Some("true" | "1" | "True"))
     }
 }

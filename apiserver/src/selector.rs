@@ -4,7 +4,7 @@ use crate::error::ApiError;
 
 /// One requirement of a label selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Requirement {
+pub(crate) enum Requirement {
     /// `key=value`, `key==value`
     Eq(String, String),
     /// `key!=value`
@@ -21,14 +21,14 @@ pub enum Requirement {
 
 /// A parsed label selector (`labelSelector=` query parameter); all requirements must hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LabelSelector {
+pub(crate) struct LabelSelector {
     /// The requirements, ANDed.
     pub requirements: Vec<Requirement>,
 }
 
 impl LabelSelector {
     /// Parses the Kubernetes selector syntax (`a=b,c!=d,e in (f,g),!h`).
-    pub fn parse(s: &str) -> Result<Self, ApiError> {
+    pub(crate) fn parse(s: &str) -> Result<Self, ApiError> {
         let mut p = Parser {
             s: s.as_bytes(),
             pos: 0,
@@ -52,12 +52,12 @@ impl LabelSelector {
     }
 
     /// True when the selector selects everything.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
 
     /// Does a label set (as key/value pairs) match?
-    pub fn matches<'a>(&self, labels: impl Fn(&str) -> Option<&'a str>) -> bool {
+    pub(crate) fn matches<'a>(&self, labels: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.requirements.iter().all(|r| match r {
             Requirement::Eq(k, v) => labels(k) == Some(v.as_str()),
             Requirement::NotEq(k, v) => labels(k) != Some(v.as_str()),
@@ -214,7 +214,7 @@ fn validate_key(k: &str) -> Result<(), String> {
 
 /// One requirement of a field selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldRequirement {
+pub(crate) struct FieldRequirement {
     /// The field path, e.g. `metadata.name`.
     pub field: String,
     /// The value compared with.
@@ -225,7 +225,7 @@ pub struct FieldRequirement {
 
 /// A parsed field selector (`fieldSelector=` query parameter).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSelector {
+pub(crate) struct FieldSelector {
     /// The requirements, ANDed.
     pub requirements: Vec<FieldRequirement>,
 }
@@ -233,7 +233,7 @@ pub struct FieldSelector {
 impl FieldSelector {
     /// Parses `a=b,c!=d`; `allowed` names the fields the resource supports beside
     /// `metadata.name` and `metadata.namespace`.
-    pub fn parse(s: &str, allowed: &[&str]) -> Result<Self, ApiError> {
+    pub(crate) fn parse(s: &str, allowed: &[&str]) -> Result<Self, ApiError> {
         let mut requirements = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (field, value, negated) = if let Some((f, v)) = part.split_once("!=") {
@@ -273,12 +273,12 @@ impl FieldSelector {
     }
 
     /// True when the selector selects everything.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
 
     /// True when only `metadata.name`/`metadata.namespace` are used (matchable without parsing the object).
-    pub fn only_metadata(&self) -> bool {
+    pub(crate) fn only_metadata(&self) -> bool {
         self.requirements
             .iter()
             .all(|r| r.field == "metadata.name" || r.field == "metadata.namespace")
@@ -286,14 +286,14 @@ impl FieldSelector {
 
     /// Does an object match? `field` returns the field's value as a string (missing = empty string,
     /// as kube-apiserver treats absent fields).
-    pub fn matches(&self, field: impl Fn(&str) -> String) -> bool {
+    pub(crate) fn matches(&self, field: impl Fn(&str) -> String) -> bool {
         self.requirements
             .iter()
             .all(|r| (field(&r.field) == r.value) != r.negated)
     }
 
     /// The exact name required by `metadata.name=x`, if any (lets a list skip to one object).
-    pub fn required_name(&self) -> Option<&str> {
+    pub(crate) fn required_name(&self) -> Option<&str> {
         self.requirements
             .iter()
             .find(|r| r.field == "metadata.name" && !r.negated)
@@ -302,7 +302,7 @@ impl FieldSelector {
 }
 
 /// Reads a dotted field path (`involvedObject.name`) from a JSON object as a selector string.
-pub fn field_of(obj: &serde_json::Value, path: &str) -> String {
+pub(crate) fn field_of(obj: &serde_json::Value, path: &str) -> String {
     let mut cur = obj;
     for seg in path.split('.') {
         match cur.get(seg) {

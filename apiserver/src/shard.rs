@@ -27,7 +27,7 @@ pub const DEFAULT_LOGICAL_CLUSTER: &str = "root";
 
 /// How a shard behaves.
 #[derive(Debug, Clone, Default)]
-pub struct ShardOptions {
+pub(crate) struct ShardOptions {
     /// Store settings (history size for watch resumption, watcher queue).
     pub store: StoreOptions,
     /// An annotation stamped on every stored object with the object's logical cluster
@@ -50,7 +50,7 @@ pub struct ShardOptions {
 
 /// What a new logical cluster starts with.
 #[derive(Debug, Clone)]
-pub struct LogicalClusterOptions {
+pub(crate) struct LogicalClusterOptions {
     /// Namespaces created at once (Kubernetes: `default`, `kube-system`, `kube-public`,
     /// `kube-node-lease`; kcp workspaces: `default`).
     pub namespaces: Vec<String>,
@@ -58,7 +58,7 @@ pub struct LogicalClusterOptions {
 
 impl LogicalClusterOptions {
     /// The namespaces kube-apiserver creates.
-    pub fn kubernetes() -> Self {
+    pub(crate) fn kubernetes() -> Self {
         LogicalClusterOptions {
             namespaces: ["default", "kube-system", "kube-public", "kube-node-lease"]
                 .map(String::from)
@@ -148,7 +148,7 @@ impl std::fmt::Debug for Shard {
 
 impl Shard {
     /// A new shard with no logical clusters, its controllers running on the current tokio runtime.
-    pub fn new(name: &str, opts: ShardOptions) -> Arc<Self> {
+    pub(crate) fn new(name: &str, opts: ShardOptions) -> Arc<Self> {
         let admin_token = opts
             .admin_token
             .clone()
@@ -178,7 +178,7 @@ impl Shard {
     }
 
     /// The shard's name (the cluster name for plain clusters).
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
@@ -193,32 +193,32 @@ impl Shard {
     }
 
     /// The resource registry.
-    pub fn registry(&self) -> &Registry {
+    pub(crate) fn registry(&self) -> &Registry {
         &self.registry
     }
 
     /// The options it was made with.
-    pub fn options(&self) -> &ShardOptions {
+    pub(crate) fn options(&self) -> &ShardOptions {
         &self.opts
     }
 
     /// The admin bearer token.
-    pub fn admin_token(&self) -> &str {
+    pub(crate) fn admin_token(&self) -> &str {
         &self.admin_token
     }
 
     /// Fault injection.
-    pub fn faults(&self) -> &Faults {
+    pub(crate) fn faults(&self) -> &Faults {
         &self.faults
     }
 
     /// Request counters.
-    pub fn counters(&self) -> &Counters {
+    pub(crate) fn counters(&self) -> &Counters {
         &self.counters
     }
 
     /// Appends an admission plugin to the chain.
-    pub fn add_admission_plugin(&self, plugin: Arc<dyn AdmissionPlugin>) {
+    pub(crate) fn add_admission_plugin(&self, plugin: Arc<dyn AdmissionPlugin>) {
         self.admission.write().push(plugin);
     }
 
@@ -227,18 +227,18 @@ impl Shard {
     }
 
     /// When on, Deployments get a status as if their pods had become Available.
-    pub fn set_deployments_available(&self, on: bool) {
+    pub(crate) fn set_deployments_available(&self, on: bool) {
         self.deployments_available.store(on, Ordering::SeqCst);
         crate::controllers::deployment::resync(self);
     }
 
     /// Whether Deployments are made Available.
-    pub fn deployments_available(&self) -> bool {
+    pub(crate) fn deployments_available(&self) -> bool {
         self.deployments_available.load(Ordering::SeqCst)
     }
 
     /// Adds a logical cluster (idempotent) and creates its initial namespaces.
-    pub fn add_logical_cluster(
+    pub(crate) fn add_logical_cluster(
         &self,
         name: &str,
         opts: &LogicalClusterOptions,
@@ -288,7 +288,7 @@ impl Shard {
     }
 
     /// Removes a logical cluster and everything stored in it.
-    pub fn remove_logical_cluster(&self, name: &str) {
+    pub(crate) fn remove_logical_cluster(&self, name: &str) {
         self.clusters.write().remove(name);
         for resource in self.store.resources_in(name) {
             let mut keys: Vec<ObjKey> = Vec::new();
@@ -306,11 +306,6 @@ impl Shard {
         }
         self.registry.remove_cluster(name);
         self.auth.remove_cluster(name);
-    }
-
-    /// The logical clusters.
-    pub fn logical_clusters(&self) -> Vec<Arc<str>> {
-        self.clusters.read().keys().cloned().collect()
     }
 
     /// The interned name of a logical cluster, if it exists.
@@ -332,7 +327,7 @@ impl Shard {
     }
 
     /// `None` when the namespace does not exist, `Some(terminating)` otherwise.
-    pub fn namespace_phase(&self, cluster: &str, namespace: &str) -> Option<bool> {
+    pub(crate) fn namespace_phase(&self, cluster: &str, namespace: &str) -> Option<bool> {
         let key = ObjKey::new(cluster.into(), "", namespace);
         let ns = self.store.get(&StoreKey::new("", "namespaces"), &key)?;
         Some(ns.deleting)

@@ -28,7 +28,7 @@ pub fn core(resource: &str) -> Arc<ResourceInfo> {
 ///
 /// # Panics
 /// When the resource is not built in — a programming error in this crate, never caused by input.
-pub fn builtin(group: &str, version: &str, resource: &str) -> Arc<ResourceInfo> {
+pub(crate) fn builtin(group: &str, version: &str, resource: &str) -> Arc<ResourceInfo> {
     crate::builtin::builtins()
         .all()
         .find(|i| i.group == group && i.version == version && i.resource == resource)
@@ -38,7 +38,7 @@ pub fn builtin(group: &str, version: &str, resource: &str) -> Arc<ResourceInfo> 
 
 /// How dependents are treated when their owner is deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Propagation {
+pub(crate) enum Propagation {
     /// Delete the owner now; the garbage collector deletes dependents afterwards.
     Background,
     /// Delete dependents first; the owner goes once they are gone.
@@ -49,7 +49,7 @@ pub enum Propagation {
 
 impl Propagation {
     /// Parses `propagationPolicy`.
-    pub fn parse(s: &str) -> ApiResult<Self> {
+    pub(crate) fn parse(s: &str) -> ApiResult<Self> {
         match s {
             "Background" => Ok(Propagation::Background),
             "Foreground" => Ok(Propagation::Foreground),
@@ -63,7 +63,7 @@ impl Propagation {
 
 /// Options of a delete.
 #[derive(Debug, Clone, Default)]
-pub struct DeleteOptions {
+pub(crate) struct DeleteOptions {
     /// Propagation policy (default: Background).
     pub propagation: Option<Propagation>,
     /// Preconditions.
@@ -72,7 +72,7 @@ pub struct DeleteOptions {
 
 /// The result of a delete.
 #[derive(Debug, Clone)]
-pub enum Deleted {
+pub(crate) enum Deleted {
     /// The object is gone (its last state).
     Gone(Arc<StoredObject>),
     /// The object is marked for deletion and waits for finalizers.
@@ -80,9 +80,9 @@ pub enum Deleted {
 }
 
 /// The finalizer the garbage collector uses for orphaning.
-pub const ORPHAN_FINALIZER: &str = "orphan";
+pub(crate) const ORPHAN_FINALIZER: &str = "orphan";
 /// The finalizer the garbage collector uses for foreground deletion.
-pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+pub(crate) const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
 
 /// A programmatic client for one logical cluster of a shard, with kube-apiserver semantics.
 pub struct ClusterApi<'a> {
@@ -111,13 +111,13 @@ impl<'a> ClusterApi<'a> {
 
     /// How unknown fields in written objects are treated (`fieldValidation`; in-process callers
     /// default to `Ignore`).
-    pub fn field_validation(mut self, fv: FieldValidation) -> Self {
+    pub(crate) fn field_validation(mut self, fv: FieldValidation) -> Self {
         self.field_validation = fv;
         self
     }
 
     /// The warnings collected from writes so far (for `Warning` headers).
-    pub fn take_warnings(&self) -> Vec<String> {
+    pub(crate) fn take_warnings(&self) -> Vec<String> {
         std::mem::take(&mut self.warnings.borrow_mut())
     }
 
@@ -178,27 +178,10 @@ impl<'a> ClusterApi<'a> {
         Ok(Some(guard))
     }
 
-    /// The field manager recorded for writes made with [`ClusterApi::create`], [`ClusterApi::update`]
-    /// and [`ClusterApi::modify`].
-    pub fn manager(mut self, manager: impl Into<String>) -> Self {
-        self.manager = manager.into();
-        self
-    }
-
     /// Makes writes dry runs (`dryRun=All`).
-    pub fn dry_run(mut self, dry_run: bool) -> Self {
+    pub(crate) fn dry_run(mut self, dry_run: bool) -> Self {
         self.dry_run = dry_run;
         self
-    }
-
-    /// The logical cluster.
-    pub fn cluster(&self) -> &Arc<str> {
-        &self.cluster
-    }
-
-    /// The shard.
-    pub fn shard(&self) -> &'a Shard {
-        self.shard
     }
 
     fn key(&self, info: &ResourceInfo, ns: &str, name: &str) -> ObjKey {
@@ -210,20 +193,20 @@ impl<'a> ClusterApi<'a> {
     }
 
     /// Reads one object (404 when missing).
-    pub fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> ApiResult<Arc<StoredObject>> {
+    pub(crate) fn get(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+    ) -> ApiResult<Arc<StoredObject>> {
         self.shard
             .store()
             .get(&info.store, &self.key(info, ns, name))
             .ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))
     }
 
-    /// Reads one object as a JSON value in `info`'s version.
-    pub fn get_value(&self, info: &ResourceInfo, ns: &str, name: &str) -> ApiResult<Value> {
-        convert::served_value(info, &*self.get(info, ns, name)?)
-    }
-
     /// Lists the objects of a resource (in a namespace, or all).
-    pub fn list(&self, info: &ResourceInfo, ns: Option<&str>) -> Vec<Arc<StoredObject>> {
+    pub(crate) fn list(&self, info: &ResourceInfo, ns: Option<&str>) -> Vec<Arc<StoredObject>> {
         let mut out = Vec::new();
         self.shard.store().scan(
             &info.store,
@@ -259,7 +242,6 @@ impl<'a> ClusterApi<'a> {
             user: &self.user,
             object,
             old,
-            dry_run: self.dry_run,
         };
         for p in self.shard.admission_plugins() {
             p.admit(self.shard, &mut attrs)?;
@@ -336,7 +318,7 @@ impl<'a> ClusterApi<'a> {
     }
 
     /// Creates an object, recording `manager` in managedFields.
-    pub fn create_with(
+    pub(crate) fn create_with(
         &self,
         info: &ResourceInfo,
         ns: &str,
@@ -411,28 +393,8 @@ impl<'a> ClusterApi<'a> {
         Err(ApiError::already_exists(&info.group, &info.resource, ""))
     }
 
-    /// Replaces an object (PUT semantics) given in `info`'s version; `sub` is `None`, `status` or
-    /// `finalize`.
-    pub fn update(
-        &self,
-        info: &ResourceInfo,
-        ns: &str,
-        name: &str,
-        obj: Value,
-        sub: Option<&str>,
-    ) -> ApiResult<Arc<StoredObject>> {
-        self.update_with_manager(
-            info,
-            ns,
-            name,
-            obj,
-            sub,
-            FieldManager::Record(&self.manager),
-        )
-    }
-
     /// Replaces an object, recording `manager` in managedFields.
-    pub fn update_with_manager(
+    pub(crate) fn update_with_manager(
         &self,
         info: &ResourceInfo,
         ns: &str,
@@ -511,7 +473,7 @@ impl<'a> ClusterApi<'a> {
 
     /// Read-modify-write with retries on conflicts: `f` edits the current object (in `info`'s version)
     /// and returns false to leave it unchanged.
-    pub fn modify(
+    pub(crate) fn modify(
         &self,
         info: &ResourceInfo,
         ns: &str,
@@ -524,7 +486,7 @@ impl<'a> ClusterApi<'a> {
 
     /// [`modify`](Self::modify) on behalf of a client's field manager (its fields are recorded
     /// for it, as an Update of `sub`).
-    pub fn modify_as(
+    pub(crate) fn modify_as(
         &self,
         info: &ResourceInfo,
         ns: &str,
@@ -610,7 +572,7 @@ impl<'a> ClusterApi<'a> {
 
     /// Deletes an object: with finalizers (or a propagation policy that needs them) it is marked with
     /// `deletionTimestamp` and stays until they are removed; otherwise it is removed at once.
-    pub fn delete(
+    pub(crate) fn delete(
         &self,
         info: &ResourceInfo,
         ns: &str,
@@ -761,7 +723,7 @@ impl<'a> ClusterApi<'a> {
 }
 
 /// Maps a store error to kube-apiserver's error for the resource and name.
-pub fn store_err<'i>(
+pub(crate) fn store_err<'i>(
     info: &'i ResourceInfo,
     name: &'i str,
 ) -> impl Fn(StoreError) -> ApiError + 'i {

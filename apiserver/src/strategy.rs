@@ -19,7 +19,7 @@ const SERVER_OWNED: &[&str] = &[
 ];
 
 /// Prepares a new object: server-owned metadata, reset status, generation, resource defaults.
-pub fn prepare_create(info: &ResourceInfo, obj: &mut Value, namespace: &str) {
+pub(crate) fn prepare_create(info: &ResourceInfo, obj: &mut Value, namespace: &str) {
     let m = metadata_mut(obj);
     for f in SERVER_OWNED {
         m.remove(*f);
@@ -85,7 +85,7 @@ pub fn prepare_create(info: &ResourceInfo, obj: &mut Value, namespace: &str) {
 
 /// Prepares an update: keeps server-owned metadata, applies status-subresource semantics, bumps the
 /// generation on spec changes.
-pub fn prepare_update(
+pub(crate) fn prepare_update(
     info: &ResourceInfo,
     new: &mut Value,
     old: &Value,
@@ -215,7 +215,7 @@ fn spec_changed(info: &ResourceInfo, new: &Value, old: &Value) -> bool {
 }
 
 /// Resource-specific validation beyond the schema.
-pub fn validate(
+pub(crate) fn validate(
     info: &ResourceInfo,
     obj: &Value,
     old: Option<&Value>,
@@ -761,7 +761,7 @@ const RETURNS_DELETED_OBJECT: &[(&str, &str)] = &[
 
 /// Does a DELETE that removes an object of this resource answer with the object (else a
 /// `Status`)?
-pub fn returns_deleted_object(info: &ResourceInfo) -> bool {
+pub(crate) fn returns_deleted_object(info: &ResourceInfo) -> bool {
     info.strategy != crate::registry::Strategy::Custom
         && RETURNS_DELETED_OBJECT.contains(&(info.group.as_str(), info.resource.as_str()))
 }

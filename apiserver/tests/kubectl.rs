@@ -153,11 +153,7 @@ async fn kubectl_drives_the_embedded_api_server() {
         return;
     }
     let c = ApiServer::start().await.unwrap();
-    let dir = std::env::temp_dir().join(format!(
-        "sp-kubectl-{}-{}",
-        std::process::id(),
-        c.endpoint().addr().port()
-    ));
+    let dir = std::env::temp_dir().join(format!("sp-kubectl-{}-{}", std::process::id(), c.port()));
     std::fs::create_dir_all(&dir).unwrap();
     let k = Kubectl::new(&c, &dir);
 
@@ -333,7 +329,7 @@ fn workdir(c: &Cluster, what: &str) -> (PathBuf, Kubectl) {
     let dir = std::env::temp_dir().join(format!(
         "sp-kubectl-{what}-{}-{}",
         std::process::id(),
-        c.endpoint().addr().port()
+        c.port()
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let k = Kubectl::new(c, &dir);
@@ -668,7 +664,7 @@ async fn kubectl_uses_the_workload_and_certificate_builtins() {
     let dir = std::env::temp_dir().join(format!(
         "sp-kubectl-builtins-{}-{}",
         std::process::id(),
-        c.endpoint().addr().port()
+        c.port()
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let k = Kubectl::new(&c, &dir);

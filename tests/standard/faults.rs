@@ -13,7 +13,7 @@ use service_provider::dev::{ControlPlaneRef, TestEnv};
 use service_provider::kube::Api;
 use service_provider::kube::api::{DeleteParams, ListParams};
 use service_provider::openmcp::{AccessRequest, ClusterRequest};
-use service_provider_apiserver::FaultRule;
+use service_provider_apiserver::{FaultRule, Faults};
 
 use crate::common::{self, TIMEOUT};
 use crate::flaky::Flaky;
@@ -31,12 +31,13 @@ fn faults_on(env: &TestEnv, on: bool) {
         .into_iter()
         .chain(env.mcp(&env.control_planes()[0]))
         .chain(env.workload_clusters());
-    let mut seen: Vec<Arc<service_provider_apiserver::Shard>> = Vec::new();
+    let mut seen: Vec<*const Faults> = Vec::new();
     for cluster in clusters {
-        if seen.iter().any(|s| Arc::ptr_eq(s, cluster.shard())) {
+        let faults = std::ptr::from_ref(cluster.faults());
+        if seen.contains(&faults) {
             continue;
         }
-        seen.push(cluster.shard().clone());
+        seen.push(faults);
         if on {
             cluster.faults().inject(FaultRule::new(500).rate(0.1));
         } else {

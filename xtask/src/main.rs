@@ -3,8 +3,8 @@
 //! `cargo xtask builtins` (the embedded API server's built-in types, from k8s-openapi),
 //! `cargo xtask macro-cost` (what `#[service_provider]` costs at compile time), `cargo xtask
 //! modules` (the runtime's import graph, without circles), `cargo xtask protobuf` (the embedded API
-//! server's protobuf descriptors), `cargo xtask public-items` (how many names the facade and the
-//! runtime make public) and `cargo xtask realstack` (the real kube-apiserver and etcd,
+//! server's protobuf descriptors), `cargo xtask public-items` (how many names the facade, the
+//! runtime and the embedded API server make public) and `cargo xtask realstack` (the real kube-apiserver and etcd,
 //! built from Go modules for tests).
 
 mod builtins;

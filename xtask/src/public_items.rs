@@ -1,4 +1,5 @@
-//! `cargo xtask public-items`: how many names the facade and the runtime make public, read from
+//! `cargo xtask public-items`: how many names the facade, the runtime and the embedded API server
+//! make public, read from
 //! rustdoc's JSON output.
 //!
 //! A *name* is what a user can write in a path: a module, type, trait, function, constant, static,
@@ -19,6 +20,7 @@ use serde_json::Value;
 const CRATES: &[(&str, &str)] = &[
     ("service-provider", "dev"),
     ("service-provider-runtime", "dev"),
+    ("service-provider-apiserver", ""),
 ];
 
 pub(crate) fn run(root: &Path) -> Result<ExitCode> {

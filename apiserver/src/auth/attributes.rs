@@ -149,11 +149,12 @@ impl Attributes {
     }
 }
 
+#[cfg(test)]
 /// The verb of a resource request, as kube-apiserver's request-info resolver derives it from the
 /// HTTP method: `GET` → `get` (named) / `list` / `watch` (with `?watch=true`), `POST` → `create`,
 /// `PUT` → `update`, `PATCH` → `patch`, `DELETE` → `delete` (named) / `deletecollection`.
 /// Returns `None` for other methods.
-pub fn resource_verb(method: &str, named: bool, watch: bool) -> Option<&'static str> {
+pub(crate) fn resource_verb(method: &str, named: bool, watch: bool) -> Option<&'static str> {
     Some(match method.to_ascii_uppercase().as_str() {
         "GET" | "HEAD" if watch => "watch",
         "GET" | "HEAD" if named => "get",

@@ -45,7 +45,7 @@ pub struct Authenticated {
 }
 
 /// The anonymous identity kube-apiserver gives requests without credentials.
-pub fn anonymous() -> UserInfo {
+pub(crate) fn anonymous() -> UserInfo {
     UserInfo {
         username: SYSTEM_ANONYMOUS.into(),
         groups: vec![SYSTEM_UNAUTHENTICATED.into()],
@@ -55,7 +55,7 @@ pub fn anonymous() -> UserInfo {
 
 /// The bearer token of an `Authorization` header value, parsed like kube-apiserver does (scheme
 /// case-insensitive; an empty token counts as none).
-pub fn bearer_token(authorization: &str) -> Option<&str> {
+pub(crate) fn bearer_token(authorization: &str) -> Option<&str> {
     let mut parts = authorization.trim().splitn(3, ' ');
     let scheme = parts.next()?;
     let token = parts.next()?;
@@ -79,12 +79,12 @@ impl Authenticator {
     }
 
     /// The ServiceAccount token issuer.
-    pub fn issuer(&self) -> &Arc<TokenIssuer> {
+    pub(crate) fn issuer(&self) -> &Arc<TokenIssuer> {
         &self.issuer
     }
 
     /// Registers a static token (kube-apiserver's `--token-auth-file`), replacing any user it had.
-    pub fn add_token(&self, token: impl Into<String>, user: UserInfo) {
+    pub(crate) fn add_token(&self, token: impl Into<String>, user: UserInfo) {
         self.static_tokens.write().insert(token.into(), user);
     }
 
@@ -103,8 +103,9 @@ impl Authenticator {
         Ok(token)
     }
 
+    #[cfg(test)]
     /// Forgets a static token; true when it was registered.
-    pub fn remove_token(&self, token: &str) -> bool {
+    pub(crate) fn remove_token(&self, token: &str) -> bool {
         self.static_tokens.write().remove(token).is_some()
     }
 
@@ -119,7 +120,7 @@ impl Authenticator {
 
     /// Authenticates a token for the given audiences (a TokenReview's `spec.audiences`), or the
     /// API audiences when `None`.
-    pub fn authenticate_for(
+    pub(crate) fn authenticate_for(
         &self,
         token: &str,
         audiences: Option<&[String]>,

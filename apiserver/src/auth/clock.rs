@@ -1,9 +1,12 @@
 //! The time token minting and validation use, replaceable so tests can let tokens expire
 //! without waiting for them.
 
+#[cfg(test)]
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+#[cfg(test)]
+use k8s_openapi::jiff::SignedDuration;
+use k8s_openapi::jiff::Timestamp;
 
 /// A source of the current time.
 pub trait Clock: Send + Sync + std::fmt::Debug {
@@ -13,7 +16,7 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
 
 /// The system's wall clock.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
@@ -23,19 +26,21 @@ impl Clock for SystemClock {
 
 /// The wall clock plus an offset a test moves forward, so tokens expire on demand while time
 /// still passes normally in between.
+#[cfg(test)]
 #[derive(Debug, Default)]
-pub struct ManualClock {
+pub(crate) struct ManualClock {
     offset_ms: AtomicI64,
 }
 
+#[cfg(test)]
 impl ManualClock {
     /// A clock that starts at the wall clock's time.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         ManualClock::default()
     }
 
     /// Moves this clock forward (or back, with a negative duration).
-    pub fn advance(&self, by: SignedDuration) {
+    pub(crate) fn advance(&self, by: SignedDuration) {
         let ms = i64::try_from(by.as_millis()).unwrap_or(if by.is_negative() {
             i64::MIN
         } else {
@@ -45,6 +50,7 @@ impl ManualClock {
     }
 }
 
+#[cfg(test)]
 impl Clock for ManualClock {
     fn now(&self) -> Timestamp {
         let offset = SignedDuration::from_millis(self.offset_ms.load(Ordering::SeqCst));

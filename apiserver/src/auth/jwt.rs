@@ -48,7 +48,7 @@ pub enum JwtError {
 
 /// The header of a compact JWS.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Header {
+pub(crate) struct Header {
     /// Signature algorithm; always `ES256` for tokens this module signs.
     pub alg: String,
     /// Key id: base64url SHA-256 of the DER public key, as kube-apiserver computes it.
@@ -171,7 +171,7 @@ impl VerifyingKey {
 
 /// The header and claims of a token, without checking the signature: only for routing
 /// decisions that a later verification confirms (kcp reads the cluster of an SA token this way).
-pub fn decode_unverified(token: &str) -> Result<(Header, Value), JwtError> {
+pub(crate) fn decode_unverified(token: &str) -> Result<(Header, Value), JwtError> {
     let (header, claims, _, _) = split(token)?;
     Ok((header, claims))
 }

@@ -14,25 +14,23 @@
 //!
 //! Every refusal is the server's [`ApiError`] worded like kube-apiserver's.
 
-pub mod attributes;
-pub mod authenticator;
+pub(crate) mod attributes;
+pub(crate) mod authenticator;
 pub mod bootstrap;
-pub mod clock;
-pub mod jwt;
-pub mod rbac;
-pub mod review;
-pub mod serviceaccount;
-pub mod token_request;
-pub mod token_review;
-pub mod user;
-pub mod x509;
+pub(crate) mod clock;
+pub(crate) mod jwt;
+pub(crate) mod rbac;
+pub(crate) mod review;
+pub(crate) mod serviceaccount;
+pub(crate) mod token_request;
+pub(crate) mod token_review;
+pub(crate) mod user;
+pub(crate) mod x509;
 
-pub use crate::error::ApiError;
-pub use attributes::{Attributes, NonResourceAttributes, ResourceAttributes};
-pub use authenticator::{Authenticated, Authenticator, AuthnError};
-pub use clock::{Clock, ManualClock, SystemClock};
-pub use jwt::{SigningKey, VerifyingKey};
-pub use rbac::{Decision, Denial, Rbac, RbacKind};
+pub use attributes::Attributes;
+pub use authenticator::{Authenticated, Authenticator};
+pub(crate) use rbac::Denial;
+pub use rbac::{Decision, Rbac, RbacKind};
 pub use serviceaccount::{
     LiveObject, ObjectLookup, ServiceAccountRef, TokenIssuer, TokenIssuerConfig,
 };

@@ -98,7 +98,7 @@ fn status(decision: Decision) -> Value {
 
 /// Answers a SubjectAccessReview: may `spec.user`/`spec.groups` do `spec.*Attributes`? The
 /// identity is taken as given (no `system:authenticated` is added).
-pub fn subject_access_review(rbac: &Rbac, body: &Value) -> Result<Value, ApiError> {
+pub(crate) fn subject_access_review(rbac: &Rbac, body: &Value) -> Result<Value, ApiError> {
     let empty = json!({});
     let spec = spec_of(body, "SubjectAccessReview", &empty)?;
     let mut causes = Vec::new();
@@ -137,7 +137,7 @@ pub fn subject_access_review(rbac: &Rbac, body: &Value) -> Result<Value, ApiErro
 
 /// Answers a LocalSubjectAccessReview posted to `namespace`: a SubjectAccessReview limited to
 /// resource requests in that namespace.
-pub fn local_subject_access_review(
+pub(crate) fn local_subject_access_review(
     rbac: &Rbac,
     namespace: &str,
     body: &Value,
@@ -181,7 +181,7 @@ pub fn local_subject_access_review(
 }
 
 /// Answers a SelfSubjectAccessReview: may the requesting `user` do `spec.*Attributes`?
-pub fn self_subject_access_review(
+pub(crate) fn self_subject_access_review(
     rbac: &Rbac,
     user: &UserInfo,
     body: &Value,
@@ -206,7 +206,7 @@ pub fn self_subject_access_review(
 
 /// Answers a SelfSubjectRulesReview: every rule that applies to the requesting `user` in
 /// `spec.namespace`.
-pub fn self_subject_rules_review(
+pub(crate) fn self_subject_rules_review(
     rbac: &Rbac,
     user: &UserInfo,
     body: &Value,

@@ -17,15 +17,15 @@ use crate::auth::user::{
 use crate::error::go_quote_list;
 
 /// kube-apiserver's ServiceAccount issuer in a kind cluster; also its default API audience.
-pub const KUBE_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+pub(crate) const KUBE_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 /// kcp's default ServiceAccount issuer and API audience.
-pub const KCP_ISSUER: &str = "https://kcp.default.svc";
+pub(crate) const KCP_ISSUER: &str = "https://kcp.default.svc";
 /// The smallest `expirationSeconds` kube-apiserver accepts in a TokenRequest (10 minutes).
-pub const KUBE_MIN_EXPIRATION_SECONDS: i64 = 600;
+pub(crate) const KUBE_MIN_EXPIRATION_SECONDS: i64 = 600;
 /// The largest `expirationSeconds` kube-apiserver's validation accepts (2^32 seconds).
-pub const KUBE_MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
+pub(crate) const KUBE_MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
 /// `expirationSeconds` when a TokenRequest leaves it out (one hour).
-pub const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
+pub(crate) const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
 
 /// What an object lookup reports about a live object a token depends on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,7 +94,7 @@ impl TokenIssuerConfig {
 
 /// A reference by name and uid, as in the `kubernetes.io` claims.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ObjectRefClaim {
+pub(crate) struct ObjectRefClaim {
     /// The object's name.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
@@ -105,7 +105,7 @@ pub struct ObjectRefClaim {
 
 /// The private `kubernetes.io` claim of a ServiceAccount token.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KubernetesClaims {
+pub(crate) struct KubernetesClaims {
     /// kcp only: the logical cluster the ServiceAccount lives in.
     #[serde(
         rename = "clusterName",
@@ -135,7 +135,7 @@ pub struct KubernetesClaims {
 
 /// All claims of a ServiceAccount token, as kube-apiserver's `serviceaccount.Claims` builds them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Claims {
+pub(crate) struct Claims {
     /// Issuer.
     pub iss: String,
     /// `system:serviceaccount:<ns>:<name>`.
@@ -238,7 +238,7 @@ impl TokenIssuer {
         }
     }
 
-    /// Uses `clock` for minting and expiry checks (a [`crate::auth::ManualClock`] in tests).
+    /// Uses `clock` for minting and expiry checks (a manual clock in tests).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
@@ -477,7 +477,7 @@ impl TokenIssuer {
 ///
 /// kcp routes a request without `/clusters/<name>` to this cluster; authentication then checks
 /// the token for real.
-pub fn unverified_cluster_name(token: &str) -> Option<String> {
+pub(crate) fn unverified_cluster_name(token: &str) -> Option<String> {
     let (_, claims) = jwt::decode_unverified(token).ok()?;
     claims
         .get("kubernetes.io")

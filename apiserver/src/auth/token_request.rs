@@ -14,7 +14,7 @@ const GROUP: &str = "authentication.k8s.io";
 /// The answer to a TokenRequest: the response body (201 Created) and the warnings to send in
 /// `Warning` headers.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TokenResponse {
+pub(crate) struct TokenResponse {
     /// The TokenRequest with defaulted `spec` and `status.token` / `status.expirationTimestamp`.
     pub body: Value,
     /// kube-apiserver's warnings, e.g. when the expiration was shortened to the maximum.
@@ -94,7 +94,7 @@ pub(crate) fn check_kind(body: &Value, api_version: &str, kind: &str) -> Result<
 /// defaults to one hour and must be at least the issuer's minimum (600 s in kube-apiserver);
 /// `spec.audiences` defaults to the API audiences; `spec.boundObjectRef` may name a Secret in the
 /// namespace (the embedded server has no Pods or Nodes).
-pub fn create_token(
+pub(crate) fn create_token(
     issuer: &TokenIssuer,
     cluster: Option<&str>,
     namespace: &str,

@@ -11,7 +11,7 @@ use crate::error::ApiError;
 
 /// Answers a TokenReview: whether `spec.token` authenticates for `spec.audiences` (the API
 /// audiences when empty), and as whom. The response is the review with `status` filled in (201).
-pub fn review_token(
+pub(crate) fn review_token(
     authenticator: &Authenticator,
     body: &Value,
     lookup: &dyn ObjectLookup,
@@ -43,7 +43,7 @@ pub fn review_token(
 }
 
 /// Answers a SelfSubjectReview (`kubectl auth whoami`) for the requesting `user`.
-pub fn self_subject_review(user: &UserInfo) -> Value {
+pub(crate) fn self_subject_review(user: &UserInfo) -> Value {
     json!({
         "apiVersion": "authentication.k8s.io/v1",
         "kind": "SelfSubjectReview",
@@ -53,7 +53,7 @@ pub fn self_subject_review(user: &UserInfo) -> Value {
 }
 
 /// The API form of a user (`authentication.k8s.io/v1` `UserInfo`).
-pub fn api_user_info(user: &UserInfo) -> Value {
+pub(crate) fn api_user_info(user: &UserInfo) -> Value {
     let mut info = json!({"username": user.username, "groups": user.groups});
     if !user.uid.is_empty() {
         info["uid"] = json!(user.uid);

@@ -7,34 +7,34 @@ use serde::{Deserialize, Serialize};
 
 /// Group every member of which is allowed everything, without RBAC (kube-apiserver's
 /// privileged-groups authorizer).
-pub const SYSTEM_MASTERS: &str = "system:masters";
+pub(crate) const SYSTEM_MASTERS: &str = "system:masters";
 /// Group of every authenticated identity.
-pub const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
+pub(crate) const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
 /// Group of anonymous requests.
-pub const SYSTEM_UNAUTHENTICATED: &str = "system:unauthenticated";
+pub(crate) const SYSTEM_UNAUTHENTICATED: &str = "system:unauthenticated";
 /// Username of anonymous requests, and of kcp identities outside their scope.
-pub const SYSTEM_ANONYMOUS: &str = "system:anonymous";
+pub(crate) const SYSTEM_ANONYMOUS: &str = "system:anonymous";
 /// Group of every ServiceAccount.
-pub const SYSTEM_SERVICEACCOUNTS: &str = "system:serviceaccounts";
+pub(crate) const SYSTEM_SERVICEACCOUNTS: &str = "system:serviceaccounts";
 /// Prefix of ServiceAccount usernames: `system:serviceaccount:<namespace>:<name>`.
-pub const SERVICEACCOUNT_USERNAME_PREFIX: &str = "system:serviceaccount:";
+pub(crate) const SERVICEACCOUNT_USERNAME_PREFIX: &str = "system:serviceaccount:";
 /// Username of the admin a kind cluster's kubeconfig authenticates as.
 pub const KUBERNETES_ADMIN: &str = "kubernetes-admin";
 
 /// Extra key with the id of the credential a request authenticated with (`JTI=<jti>` for
 /// ServiceAccount tokens), as kube-apiserver ≥ 1.29 sets it.
-pub const EXTRA_CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
+pub(crate) const EXTRA_CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
 /// kcp: extra key limiting an identity to logical clusters (`cluster:<name>`); elsewhere it counts
 /// as `system:anonymous` in `system:authenticated`.
-pub const EXTRA_KCP_SCOPES: &str = "authentication.kcp.io/scopes";
+pub(crate) const EXTRA_KCP_SCOPES: &str = "authentication.kcp.io/scopes";
 /// kcp: extra key with the logical cluster an identity was authenticated for.
-pub const EXTRA_KCP_CLUSTER_NAME: &str = "authentication.kcp.io/cluster-name";
+pub(crate) const EXTRA_KCP_CLUSTER_NAME: &str = "authentication.kcp.io/cluster-name";
 /// kcp: extra key the APIExport virtual workspace adds to a request it admits for one consumer
 /// logical cluster: one `<group>/<resource>:<verb>` per verb of the permission claims the consumer
 /// accepted. kcp forwards such a request with a warrant for the claims, so checks the consumer
 /// cluster makes during the request (RBAC escalation: `escalate` on roles, `bind` on the role a
 /// binding refers to) see the claimed verbs as granted.
-pub const EXTRA_KCP_CLAIMED_VERBS: &str = "apis.kcp.io/claimed-verbs";
+pub(crate) const EXTRA_KCP_CLAIMED_VERBS: &str = "apis.kcp.io/claimed-verbs";
 
 /// An authenticated identity: kube-apiserver's `user.Info`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -148,7 +148,7 @@ impl UserInfo {
 }
 
 /// `system:serviceaccount:<namespace>:<name>`.
-pub fn service_account_username(namespace: &str, name: &str) -> String {
+pub(crate) fn service_account_username(namespace: &str, name: &str) -> String {
     format!("{SERVICEACCOUNT_USERNAME_PREFIX}{namespace}:{name}")
 }
 

@@ -12,7 +12,7 @@ use crate::tls::PeerCertificates;
 
 /// Why a client certificate did not authenticate.
 #[derive(Debug, thiserror::Error)]
-pub enum CertError {
+pub(crate) enum CertError {
     /// The CA does not vouch for the chain (unknown issuer, expired, not for client auth).
     #[error("verifying certificate {subject} failed: {source}")]
     Untrusted {
@@ -59,7 +59,9 @@ fn identity(cert: &CertificateDer<'_>) -> Result<Option<UserInfo>, CertError> {
 }
 
 /// Authenticates a client certificate chain against the process CA.
-pub fn authenticate_certificate(chain: &PeerCertificates) -> Result<Option<UserInfo>, CertError> {
+pub(crate) fn authenticate_certificate(
+    chain: &PeerCertificates,
+) -> Result<Option<UserInfo>, CertError> {
     let Some(end_entity) = chain.0.first() else {
         return Ok(None);
     };
@@ -77,7 +79,7 @@ pub fn authenticate_certificate(chain: &PeerCertificates) -> Result<Option<UserI
 /// Runs kube-apiserver's authenticators in order for one request: the client certificate, then
 /// the bearer token of `authorization` (checked by `token`), then anonymous when neither was
 /// presented. A credential that fails is a 401 unless a later one succeeds.
-pub fn authenticate_request(
+pub(crate) fn authenticate_request(
     cert: Option<&PeerCertificates>,
     authorization: Option<&str>,
     token: impl FnOnce(&str) -> ApiResult<UserInfo>,

@@ -20,7 +20,7 @@ use crate::store::StoreKey;
 use crate::validation::Validator;
 
 /// The verbs of an ordinary stored resource.
-pub const STANDARD_VERBS: &[&str] = &[
+pub(crate) const STANDARD_VERBS: &[&str] = &[
     "create",
     "delete",
     "deletecollection",
@@ -33,7 +33,7 @@ pub const STANDARD_VERBS: &[&str] = &[
 
 /// Where the objects of a type live, from k8s-openapi's `Resource::Scope`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// In namespaces.
     Namespaced,
     /// Cluster-wide.
@@ -61,7 +61,7 @@ impl ScopeOf for k8s_openapi::SubResourceScope {
 
 /// One API type of k8s-openapi, as its traits describe it.
 #[derive(Debug)]
-pub struct ApiType {
+pub(crate) struct ApiType {
     /// API group (`""` for core).
     pub group: &'static str,
     /// API version.
@@ -111,13 +111,8 @@ impl ApiType {
     }
 
     /// Adds this type's definition (and what it references) to a schema generator.
-    pub fn add_schema(&self, generator: &mut SchemaGenerator) {
+    pub(crate) fn add_schema(&self, generator: &mut SchemaGenerator) {
         (self.add_schema)(generator)
-    }
-
-    /// `apiVersion` of this type.
-    pub fn api_version(&self) -> String {
-        crate::registry::api_version(self.group, self.version)
     }
 }
 
@@ -140,24 +135,14 @@ mod types;
 
 /// The Kubernetes version (`1.33`) whose API is served: k8s-openapi's enabled version, recorded
 /// in the generated list.
-pub const KUBERNETES_VERSION: &str = types::KUBERNETES_VERSION;
+pub(crate) const KUBERNETES_VERSION: &str = types::KUBERNETES_VERSION;
 
 /// Every GA API type of the enabled Kubernetes version in k8s-openapi: stored resources,
 /// create-only ones (reviews, `Binding`) and subresource bodies (`Scale`, `Eviction`,
 /// `TokenRequest`).
-pub fn api_types() -> &'static [ApiType] {
+pub(crate) fn api_types() -> &'static [ApiType] {
     static TYPES: LazyLock<Vec<ApiType>> = LazyLock::new(types::api_types);
     &TYPES
-}
-
-/// The k8s-openapi type of a served group, version and plural, if it is built in.
-pub fn api_type(group: &str, version: &str, plural: &str) -> Option<&'static ApiType> {
-    api_types().iter().find(|t| {
-        t.scope != Scope::Subresource
-            && t.group == group
-            && t.version == version
-            && t.plural == plural
-    })
 }
 
 /// What kube-apiserver adds to a k8s-openapi type for one resource: names, verbs, behaviour.
@@ -442,7 +427,7 @@ fn policy(group: &str, plural: &str) -> Policy {
 }
 
 /// How `metadata.name` of a built-in resource is checked (`None`: objects are never stored).
-pub fn name_rule(t: &ApiType) -> Option<NameRule> {
+pub(crate) fn name_rule(t: &ApiType) -> Option<NameRule> {
     t.list_kind?;
     Some(policy(t.group, t.plural).name_rule)
 }
@@ -538,7 +523,7 @@ fn build(t: &'static ApiType, preferred: &str) -> ResourceInfo {
 }
 
 /// The built-in resources, built once per process and shared by every shard.
-pub fn builtins() -> Arc<ApiSet> {
+pub(crate) fn builtins() -> Arc<ApiSet> {
     static SET: OnceLock<Arc<ApiSet>> = OnceLock::new();
     SET.get_or_init(|| {
         let mut served: Vec<&'static ApiType> = api_types()

@@ -15,7 +15,7 @@ use crate::store::{Event, EventType, ObjKey, StoreKey, WatchFilter};
 use crate::validation::Validator;
 
 /// The finalizer that keeps a CRD until its objects are deleted.
-pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+pub(crate) const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
     v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
@@ -31,7 +31,7 @@ fn cause(reason: &str, field: impl Into<String>, message: impl Into<String>) -> 
 
 /// Validates a CRD as kube-apiserver does: the `schema` module's checks on every write, plus the
 /// fields that may not change.
-pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
+pub(crate) fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut out = crate::validation::validate_crd(crd);
     if let Some(old) = old {
         for (ptr, field) in [
@@ -56,7 +56,7 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
 /// spec still lists — so a version objects may still be stored in cannot be dropped until a
 /// storage migration has rewritten them and trimmed the list. Checked on writes of the spec
 /// only, as kube-apiserver does: `/status` may set any list.
-pub fn validate_stored_versions(crd: &Value) -> Vec<Cause> {
+pub(crate) fn validate_stored_versions(crd: &Value) -> Vec<Cause> {
     const FIELD: &str = "status.storedVersions";
     let listed = crd.pointer("/status/storedVersions");
     let stored = strings(listed);
@@ -158,7 +158,7 @@ const CUSTOM_RESOURCE_VERBS: [&str; 8] = [
 ];
 
 /// The resources a CRD serves, one per served version.
-pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
+pub(crate) fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
     let group = s(crd, "/spec/group").to_string();
     let plural = s(crd, "/spec/names/plural").to_string();
     let kind = s(crd, "/spec/names/kind").to_string();
@@ -270,7 +270,7 @@ pub fn resource_infos(crd: &Value) -> Vec<Arc<ResourceInfo>> {
 }
 
 /// Registers (or unregisters) the resources of a CRD after a committed write.
-pub fn register(shard: &Shard, cluster: &Arc<str>, ev: &Event) {
+pub(crate) fn register(shard: &Shard, cluster: &Arc<str>, ev: &Event) {
     let source = format!("crd/{}", ev.object.key.name);
     if ev.kind == EventType::Deleted {
         shard.registry().set_source(cluster, &source, Vec::new());
@@ -397,13 +397,9 @@ impl super::Reconciler for CrdController {
 }
 
 /// Refuses new custom objects while their CRD is being deleted.
-pub struct TerminatingCrdAdmission;
+pub(crate) struct TerminatingCrdAdmission;
 
 impl AdmissionPlugin for TerminatingCrdAdmission {
-    fn name(&self) -> &str {
-        "TerminatingCustomResourceDefinition"
-    }
-
     fn admit(&self, shard: &Shard, a: &mut Attributes<'_>) -> ApiResult<()> {
         if a.operation != Operation::Create
             || a.info.strategy != Strategy::Custom

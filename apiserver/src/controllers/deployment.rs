@@ -14,7 +14,7 @@ use crate::store::{Event, EventType, StoreKey, WatchFilter};
 pub(crate) struct DeploymentController(Workload);
 
 /// (group, version, plural) of a workload kind.
-pub type Workload = (&'static str, &'static str, &'static str);
+pub(crate) type Workload = (&'static str, &'static str, &'static str);
 
 /// The workload kinds the switch covers: (group, version, plural).
 pub const WORKLOADS: &[Workload] = &[

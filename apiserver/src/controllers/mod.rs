@@ -2,12 +2,12 @@
 //! the apiextensions controllers would. They act through [`crate::storage::ClusterApi`], so they get
 //! the same semantics (finalizers, admission, resourceVersions) as API clients.
 
-pub mod crd;
-pub mod deployment;
-pub mod gc;
-pub mod namespace;
-pub mod rbac;
-pub mod serviceaccount;
+pub(crate) mod crd;
+pub(crate) mod deployment;
+pub(crate) mod gc;
+pub(crate) mod namespace;
+pub(crate) mod rbac;
+pub(crate) mod serviceaccount;
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -18,7 +18,7 @@ use crate::store::{Event, WatchFilter, WatchStart};
 
 /// Starts every controller of a shard. Watches are registered before this returns, so no change
 /// made afterwards is missed.
-pub fn start(shard: &Arc<Shard>) {
+pub(crate) fn start(shard: &Arc<Shard>) {
     namespace::start(shard);
     gc::start(shard);
     deployment::start(shard);
@@ -30,7 +30,7 @@ pub fn start(shard: &Arc<Shard>) {
 
 /// Synchronous follow-up of a committed write that must be visible before the request returns
 /// (a created CRD is served at once; a created RoleBinding authorizes at once).
-pub fn after_write(shard: &Shard, cluster: &Arc<str>, info: &ResourceInfo, ev: &Event) {
+pub(crate) fn after_write(shard: &Shard, cluster: &Arc<str>, info: &ResourceInfo, ev: &Event) {
     if info.strategy == crate::registry::Strategy::Crd {
         crd::register(shard, cluster, ev);
     }

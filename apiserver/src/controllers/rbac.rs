@@ -71,13 +71,9 @@ pub(crate) fn bootstrap(shard: &Shard, cluster: &Arc<str>) -> ApiResult<()> {
 
 /// Refuses Roles and bindings that would grant more than the writer holds (kube-apiserver's RBAC
 /// escalation check), unless the writer has `escalate`/`bind`.
-pub struct EscalationAdmission;
+pub(crate) struct EscalationAdmission;
 
 impl AdmissionPlugin for EscalationAdmission {
-    fn name(&self) -> &str {
-        "RBACEscalation"
-    }
-
     fn admit(&self, shard: &Shard, a: &mut Attributes<'_>) -> ApiResult<()> {
         if a.info.group != "rbac.authorization.k8s.io"
             || !matches!(a.operation, Operation::Create | Operation::Update)

@@ -6,8 +6,8 @@
 //! field-renamed view of core/v1 Events, which is how kube-apiserver stores both; autoscaling/v1
 //! HorizontalPodAutoscalers are a CPU-only view of the stored autoscaling/v2 ones.
 
-pub mod webhook;
-pub mod webhook_client;
+pub(crate) mod webhook;
+pub(crate) mod webhook_client;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -47,7 +47,7 @@ fn rename(obj: &mut Map<String, Value>, pairs: impl Iterator<Item = (&'static st
 }
 
 /// Converts a request body (in `info`'s served version) to the stored representation.
-pub fn to_storage(info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
+pub(crate) fn to_storage(info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
     if let Some(webhook) = &info.conversion {
         return webhook
             .convert(obj, &info.storage_api_version)
@@ -123,7 +123,7 @@ fn hpa_v2_to_v1(obj: &mut Value) {
 }
 
 /// Converts a stored object to `info`'s served version.
-pub fn from_storage(info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
+pub(crate) fn from_storage(info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
     if let Some(webhook) = &info.conversion {
         // From the version the object is stored at, which is not the CRD's storage version
         // when that changed after the object was written.
@@ -177,7 +177,7 @@ pub fn from_storage(info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
 ///
 /// Stored JSON starts with `kind` and `apiVersion`, in Go's order
 /// ([`crate::meta::to_json_go_order`]); checking the prefix avoids parsing.
-pub fn stored_form_matches(info: &ResourceInfo, obj: &StoredObject) -> bool {
+pub(crate) fn stored_form_matches(info: &ResourceInfo, obj: &StoredObject) -> bool {
     if info.strategy == Strategy::EventsV1 {
         return false;
     }
@@ -203,7 +203,7 @@ pub fn stored_form_matches(info: &ResourceInfo, obj: &StoredObject) -> bool {
 /// Whether the object is stored at `info`'s storage version. Writing an object back unchanged
 /// still writes it when it is not (kube-apiserver compares the new encoding with the stored
 /// bytes): that is how a storage migration moves objects to a CRD's new storage version.
-pub fn stored_at_storage_version(info: &ResourceInfo, obj: &StoredObject) -> bool {
+pub(crate) fn stored_at_storage_version(info: &ResourceInfo, obj: &StoredObject) -> bool {
     after_api_version_key(&obj.bytes).is_some_and(|rest| {
         rest.strip_prefix(info.storage_api_version.as_bytes())
             .is_some_and(|r| r.first() == Some(&b'"'))
@@ -224,7 +224,7 @@ fn after_api_version_key(bytes: &[u8]) -> Option<&[u8]> {
 
 /// The stored object as served in `info`'s version: the stored bytes themselves when no conversion
 /// is needed (the common case, zero-copy).
-pub fn served_bytes(info: &ResourceInfo, obj: &StoredObject) -> ApiResult<Bytes> {
+pub(crate) fn served_bytes(info: &ResourceInfo, obj: &StoredObject) -> ApiResult<Bytes> {
     if stored_form_matches(info, obj) {
         return Ok(obj.bytes.clone());
     }
@@ -236,7 +236,7 @@ pub fn served_bytes(info: &ResourceInfo, obj: &StoredObject) -> ApiResult<Bytes>
 
 /// Writes stored objects as the items of one served list: without `kind` and `apiVersion` for a
 /// built-in type, as kube-apiserver writes them (see [`ResourceInfo::typed`]).
-pub struct ServedItems<'a> {
+pub(crate) struct ServedItems<'a> {
     info: &'a ResourceInfo,
     /// The TypeMeta a built-in's served bytes begin with (Go's order puts it first), which its
     /// list items leave out; `None` for a custom resource, whose items keep it.
@@ -245,7 +245,7 @@ pub struct ServedItems<'a> {
 
 impl<'a> ServedItems<'a> {
     /// The writer of `info`'s list items.
-    pub fn new(info: &'a ResourceInfo) -> Self {
+    pub(crate) fn new(info: &'a ResourceInfo) -> Self {
         let type_meta = info.typed().then(|| {
             format!(
                 "{{\"kind\":{},\"apiVersion\":{},",
@@ -258,7 +258,7 @@ impl<'a> ServedItems<'a> {
     }
 
     /// Appends `obj` as an item to `out`.
-    pub fn write(&self, obj: &StoredObject, out: &mut Vec<u8>) -> ApiResult<()> {
+    pub(crate) fn write(&self, obj: &StoredObject, out: &mut Vec<u8>) -> ApiResult<()> {
         let bytes = served_bytes(self.info, obj)?;
         let Some(type_meta) = &self.type_meta else {
             out.extend_from_slice(&bytes);
@@ -280,7 +280,7 @@ impl<'a> ServedItems<'a> {
 }
 
 /// An item of a served list (see [`ServedItems`]) as a value.
-pub fn served_item_value(info: &ResourceInfo, obj: &StoredObject) -> ApiResult<Value> {
+pub(crate) fn served_item_value(info: &ResourceInfo, obj: &StoredObject) -> ApiResult<Value> {
     let mut value = served_value(info, obj)?;
     if info.typed()
         && let Some(map) = value.as_object_mut()
@@ -292,6 +292,6 @@ pub fn served_item_value(info: &ResourceInfo, obj: &StoredObject) -> ApiResult<V
 }
 
 /// The stored object as a served JSON value.
-pub fn served_value(info: &ResourceInfo, obj: &StoredObject) -> ApiResult<Value> {
+pub(crate) fn served_value(info: &ResourceInfo, obj: &StoredObject) -> ApiResult<Value> {
     from_storage(info, obj.value())
 }

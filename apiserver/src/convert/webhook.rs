@@ -22,7 +22,7 @@ use crate::validation::Validator;
 /// The ConversionReview versions this server speaks, in kube's order of preference when a CRD
 /// lists several: the first one the CRD lists wins (webhook_converter.go
 /// `createConversionReviewObjects`).
-pub const SUPPORTED_REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
+pub(crate) const SUPPORTED_REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 
 /// Where the webhook is (`spec.conversion.webhook.clientConfig`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -263,7 +263,7 @@ fn review_request(review_version: &str, uid: &str, desired: &str, object: &Value
 /// The converted objects of a webhook's reply, or why the reply is refused
 /// (webhook_converter.go `getConvertedObjectsFromResponse`, client-go's decoding of the reply
 /// before it).
-pub fn converted_objects(
+pub(crate) fn converted_objects(
     review_version: &str,
     uid: &str,
     reply: &Reply,
@@ -326,7 +326,7 @@ pub fn converted_objects(
 /// Checks the object a webhook returned for `original` and gives it `original`'s metadata, but
 /// for the labels and annotations the webhook may change (webhook_converter.go `Convert`'s
 /// single-object branch, `validateConvertedObject`, `restoreObjectMeta`).
-pub fn accept_converted(
+pub(crate) fn accept_converted(
     original: &Value,
     converted: Value,
     desired: &str,

@@ -19,14 +19,14 @@ use super::webhook::Endpoint;
 
 /// kube's timeout for a webhook request, reading the reply included (apiserver
 /// `pkg/util/webhook/authentication.go` `setGlobalDefaults`).
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The client-go limit on how much of an unexpected reply goes into an error message.
 const MAX_UNSTRUCTURED_RESPONSE_TEXT: usize = 2048;
 
 /// A webhook's HTTP reply.
 #[derive(Debug, Clone)]
-pub struct Reply {
+pub(crate) struct Reply {
     /// HTTP status code.
     pub status: u16,
     /// `Content-Type`, empty when absent.
@@ -37,7 +37,7 @@ pub struct Reply {
 
 /// TLS trusting `ca_bundle` (PEM), or the system's roots when there is none, as client-go's
 /// transport does; the error is client-go's for an unusable bundle.
-pub fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, String> {
+pub(crate) fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, String> {
     let mut roots = rustls::RootCertStore::empty();
     match ca_bundle {
         Some(pem) => {
@@ -93,7 +93,7 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
 
 /// Posts `body` to the webhook and waits for the reply. The error is what Go's HTTP client
 /// reports, prefixed as `*url.Error` prints: `Post "<url>": <cause>`.
-pub fn post(
+pub(crate) fn post(
     endpoint: &Endpoint,
     tls: Arc<rustls::ClientConfig>,
     body: Vec<u8>,
@@ -232,7 +232,7 @@ fn tls_error(host: &str, e: &std::io::Error) -> String {
 /// The error client-go makes of a reply outside 200–206: the `Status` it carries, or one for
 /// the code (client-go `rest/request.go` `transformResponse`, apimachinery
 /// `errors.NewGenericServerResponse`).
-pub fn status_error(reply: &Reply) -> String {
+pub(crate) fn status_error(reply: &Reply) -> String {
     if let Ok(v) = serde_json::from_slice::<Value>(&reply.body)
         && v.get("kind").and_then(Value::as_str) == Some("Status")
         && v.get("apiVersion").and_then(Value::as_str) == Some("v1")

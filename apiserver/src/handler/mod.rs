@@ -3,10 +3,10 @@
 //! logical cluster(s), surface — and hands the request here.
 
 mod discovery;
-pub mod negotiate;
+pub(crate) mod negotiate;
 mod read;
-pub mod response;
-pub mod table;
+pub(crate) mod response;
+pub(crate) mod table;
 mod watch;
 mod write;
 
@@ -24,12 +24,12 @@ use crate::registry::{GroupInfo, ResourceInfo};
 use crate::request::{Query, RequestInfo};
 use crate::shard::Shard;
 use negotiate::{Allowed, Output, negotiate};
-pub use response::Body;
+pub(crate) use response::Body;
 use response::{error_response_as, text_response};
 
 /// The logical clusters a request addresses.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClusterScope {
+pub(crate) enum ClusterScope {
     /// One logical cluster.
     One(Arc<str>),
     /// Every logical cluster of the shard (kcp `/clusters/*`): list and watch only.
@@ -38,7 +38,7 @@ pub enum ClusterScope {
 
 /// What serves a request: which resources exist, who the caller is, what they may do. The default
 /// surface is the shard itself; kcp's virtual workspaces restrict and re-route it.
-pub trait Surface: Send + Sync {
+pub(crate) trait Surface: Send + Sync {
     /// A resource by group, version and plural.
     fn lookup(
         &self,
@@ -98,16 +98,16 @@ pub trait Surface: Send + Sync {
 }
 
 /// A predicate on stored objects (see [`Surface::filter`]).
-pub type ObjectFilter = Arc<dyn Fn(&crate::store::StoredObject) -> bool + Send + Sync>;
+pub(crate) type ObjectFilter = Arc<dyn Fn(&crate::store::StoredObject) -> bool + Send + Sync>;
 
 /// The shard's own resources, users and RBAC.
-pub struct ShardSurface;
+pub(crate) struct ShardSurface;
 
 impl Surface for ShardSurface {}
 
 /// A resolved request target.
 #[derive(Clone)]
-pub struct Target {
+pub(crate) struct Target {
     /// The shard.
     pub shard: Arc<Shard>,
     /// The logical cluster(s).
@@ -120,7 +120,7 @@ pub struct Target {
 
 impl Target {
     /// A target for one logical cluster of a shard with the default surface.
-    pub fn new(shard: Arc<Shard>, cluster: Arc<str>, label: Arc<str>) -> Self {
+    pub(crate) fn new(shard: Arc<Shard>, cluster: Arc<str>, label: Arc<str>) -> Self {
         Target {
             shard,
             cluster: ClusterScope::One(cluster),
@@ -240,7 +240,7 @@ pub(crate) async fn read_body(body: hyper::body::Incoming) -> ApiResult<Bytes> {
 }
 
 /// Handles one request for a resolved target. `path` is the request path below any routing prefix.
-pub async fn handle(target: Target, req: Request<Bytes>, path: &str) -> Response<Body> {
+pub(crate) async fn handle(target: Target, req: Request<Bytes>, path: &str) -> Response<Body> {
     let (parts, body) = req.into_parts();
     crate::recording::record(&parts.method, path, parts.uri.query(), &parts.headers);
     let query = Query::parse(parts.uri.query());

@@ -5,7 +5,7 @@ use crate::error::ApiError;
 
 /// The representation to answer with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Output {
+pub(crate) enum Output {
     /// Plain JSON objects.
     Json,
     /// YAML (`application/yaml`).
@@ -24,7 +24,7 @@ pub enum Output {
 
 impl Output {
     /// The `Content-Type` of the answer.
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Output::Json | Output::Metadata | Output::Table => "application/json",
             Output::Protobuf | Output::MetadataProtobuf => crate::protobuf::MEDIA_TYPE,
@@ -39,19 +39,14 @@ impl Output {
     }
 
     /// Whether the answer is protobuf.
-    pub fn is_protobuf(self) -> bool {
+    pub(crate) fn is_protobuf(self) -> bool {
         matches!(self, Output::Protobuf | Output::MetadataProtobuf)
-    }
-
-    /// Whether the answer is PartialObjectMetadata.
-    pub fn is_metadata(self) -> bool {
-        matches!(self, Output::Metadata | Output::MetadataProtobuf)
     }
 }
 
 /// What an endpoint can produce beyond plain JSON.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Allowed {
+pub(crate) struct Allowed {
     /// Tables and partial metadata (resource reads).
     pub transforms: bool,
     /// Aggregated discovery (`/api`, `/apis`).
@@ -74,7 +69,7 @@ fn served_types(allowed: Allowed) -> &'static [&'static str] {
 }
 
 /// Picks the first acceptable representation, in the client's order; 406 when there is none.
-pub fn negotiate(accept: Option<&str>, allowed: Allowed) -> Result<Output, ApiError> {
+pub(crate) fn negotiate(accept: Option<&str>, allowed: Allowed) -> Result<Output, ApiError> {
     let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
         return Ok(Output::Json);
     };
@@ -140,7 +135,7 @@ pub fn negotiate(accept: Option<&str>, allowed: Allowed) -> Result<Output, ApiEr
 
 /// The body formats of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyFormat {
+pub(crate) enum BodyFormat {
     /// `application/json`
     Json,
     /// `application/yaml`
@@ -159,7 +154,7 @@ pub enum BodyFormat {
 
 /// Classifies a `Content-Type`; 415 for anything else. `protobuf`: whether the resource's kind has
 /// a protobuf encoding (custom resources do not).
-pub fn body_format(
+pub(crate) fn body_format(
     content_type: Option<&str>,
     patch: bool,
     protobuf: bool,

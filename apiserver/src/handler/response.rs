@@ -11,16 +11,16 @@ use super::negotiate::Output;
 use crate::error::ApiError;
 
 /// The response body type of every endpoint (full bodies and watch streams).
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 /// A complete body.
-pub fn full(b: impl Into<Bytes>) -> Body {
+pub(crate) fn full(b: impl Into<Bytes>) -> Body {
     Full::new(b.into()).boxed_unsync()
 }
 
 /// A response with serialized bytes in the negotiated representation (JSON bytes are converted to
 /// YAML or protobuf when that was asked for).
-pub fn bytes_response(code: u16, json: Bytes, output: Output) -> Response<Body> {
+pub(crate) fn bytes_response(code: u16, json: Bytes, output: Output) -> Response<Body> {
     if output.is_protobuf() {
         return match serde_json::from_slice::<Value>(&json) {
             Ok(v) => value_response(code, &v, output),
@@ -48,7 +48,7 @@ pub fn bytes_response(code: u16, json: Bytes, output: Output) -> Response<Body> 
 }
 
 /// A response with a JSON value.
-pub fn value_response(code: u16, v: &Value, output: Output) -> Response<Body> {
+pub(crate) fn value_response(code: u16, v: &Value, output: Output) -> Response<Body> {
     if output.is_protobuf() {
         return match crate::protobuf::encode(v) {
             Ok(b) => {
@@ -71,13 +71,13 @@ pub fn value_response(code: u16, v: &Value, output: Output) -> Response<Body> {
 }
 
 /// A `metav1.Status` error response.
-pub fn error_response(e: &ApiError) -> Response<Body> {
+pub(crate) fn error_response(e: &ApiError) -> Response<Body> {
     error_response_as(e, Output::Json)
 }
 
 /// A `metav1.Status` error response in the negotiated encoding (protobuf when the client asked for
 /// it, as kube-apiserver's `ErrorNegotiated`; every other representation gets JSON).
-pub fn error_response_as(e: &ApiError, output: Output) -> Response<Body> {
+pub(crate) fn error_response_as(e: &ApiError, output: Output) -> Response<Body> {
     let output = if output.is_protobuf() {
         Output::Protobuf
     } else {
@@ -93,7 +93,7 @@ pub fn error_response_as(e: &ApiError, output: Output) -> Response<Body> {
 }
 
 /// A plain-text response (`/healthz`, `/metrics`).
-pub fn text_response(
+pub(crate) fn text_response(
     code: u16,
     text: impl Into<Bytes>,
     content_type: &'static str,
@@ -106,7 +106,7 @@ pub fn text_response(
 }
 
 /// A `Status` of success (what kube-apiserver answers for deletions of most built-ins).
-pub fn success_status(details: Value) -> Value {
+pub(crate) fn success_status(details: Value) -> Value {
     serde_json::json!({
         "kind": "Status",
         "apiVersion": "v1",

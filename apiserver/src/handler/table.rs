@@ -7,7 +7,7 @@ use crate::registry::ResourceInfo;
 
 /// What each row carries besides its cells (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Include {
+pub(crate) enum Include {
     /// Nothing.
     None,
     /// PartialObjectMetadata (the default).
@@ -18,7 +18,7 @@ pub enum Include {
 
 impl Include {
     /// Parses the `includeObject` parameter.
-    pub fn parse(s: Option<&str>) -> Self {
+    pub(crate) fn parse(s: Option<&str>) -> Self {
         match s {
             Some("None") => Include::None,
             Some("Object") => Include::Object,
@@ -67,7 +67,7 @@ const AGE: Col = Col {
 };
 
 /// Human-readable duration as kubectl prints ages (`HumanDuration`).
-pub fn human_duration(secs: i64) -> String {
+pub(crate) fn human_duration(secs: i64) -> String {
     if secs < -1 {
         return "<invalid>".into();
     }
@@ -124,7 +124,7 @@ pub fn human_duration(secs: i64) -> String {
 }
 
 /// The age of a timestamp string, or `<unknown>`.
-pub fn age(ts: Option<&Value>) -> Value {
+pub(crate) fn age(ts: Option<&Value>) -> Value {
     let Some(t) = ts
         .and_then(Value::as_str)
         .and_then(|s| s.parse::<jiff::Timestamp>().ok())
@@ -325,7 +325,7 @@ fn col_json(name: &str, type_: &str, format: &str, description: &str, priority: 
 }
 
 /// The column definitions of a resource.
-pub fn columns(info: &ResourceInfo) -> Vec<Value> {
+pub(crate) fn columns(info: &ResourceInfo) -> Vec<Value> {
     if let Some((cols, _)) = builtin_columns(info) {
         return cols
             .iter()
@@ -355,7 +355,7 @@ pub fn columns(info: &ResourceInfo) -> Vec<Value> {
 }
 
 /// The cells of one object.
-pub fn cells(info: &ResourceInfo, v: &Value) -> Vec<Value> {
+pub(crate) fn cells(info: &ResourceInfo, v: &Value) -> Vec<Value> {
     if let Some((_, f)) = builtin_columns(info) {
         return f(v);
     }
@@ -380,7 +380,7 @@ pub fn cells(info: &ResourceInfo, v: &Value) -> Vec<Value> {
 }
 
 /// A row for one object.
-pub fn row(info: &ResourceInfo, v: &Value, include: Include) -> Value {
+pub(crate) fn row(info: &ResourceInfo, v: &Value, include: Include) -> Value {
     let mut r = json!({"cells": cells(info, v)});
     match include {
         Include::None => {}
@@ -391,7 +391,7 @@ pub fn row(info: &ResourceInfo, v: &Value, include: Include) -> Value {
 }
 
 /// A whole Table.
-pub fn table(
+pub(crate) fn table(
     info: &ResourceInfo,
     objs: &[Value],
     include: Include,
@@ -413,7 +413,7 @@ pub fn table(
 }
 
 /// `PartialObjectMetadata` of an object.
-pub fn partial_metadata(v: &Value) -> Value {
+pub(crate) fn partial_metadata(v: &Value) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",

@@ -378,10 +378,6 @@ impl KcpAdmission {
 }
 
 impl AdmissionPlugin for KcpAdmission {
-    fn name(&self) -> &str {
-        "kcp"
-    }
-
     fn admit(&self, _shard: &Shard, a: &mut Admission<'_>) -> ApiResult<()> {
         let Some(inner) = self.inner.upgrade() else {
             return Ok(());

@@ -432,7 +432,7 @@ fn defs() -> Vec<Def> {
 }
 
 /// The definitions of kcp's own types, as CRDs.
-pub fn kcp_crds() -> Vec<Value> {
+pub(crate) fn kcp_crds() -> Vec<Value> {
     defs().iter().map(crd).collect()
 }
 
@@ -449,7 +449,7 @@ fn kcp_infos() -> Vec<Arc<ResourceInfo>> {
 }
 
 /// What a kcp shard serves in every logical cluster, built once per process.
-pub fn builtins() -> Arc<ApiSet> {
+pub(crate) fn builtins() -> Arc<ApiSet> {
     static SET: OnceLock<Arc<ApiSet>> = OnceLock::new();
     SET.get_or_init(|| {
         let kube = crate::builtin::builtins();
@@ -467,7 +467,7 @@ pub fn builtins() -> Arc<ApiSet> {
 ///
 /// # Panics
 /// When the resource is not a kcp built-in: a programming error in this crate.
-pub fn info(group: &str, version: &str, resource: &str) -> Arc<ResourceInfo> {
+pub(crate) fn info(group: &str, version: &str, resource: &str) -> Arc<ResourceInfo> {
     builtins()
         .all()
         .find(|i| i.group == group && i.version == version && i.resource == resource)
@@ -476,27 +476,27 @@ pub fn info(group: &str, version: &str, resource: &str) -> Arc<ResourceInfo> {
 }
 
 /// `tenancy.kcp.io/v1alpha1` workspaces.
-pub fn workspaces() -> Arc<ResourceInfo> {
+pub(crate) fn workspaces() -> Arc<ResourceInfo> {
     info("tenancy.kcp.io", "v1alpha1", "workspaces")
 }
 /// `core.kcp.io/v1alpha1` logicalclusters.
-pub fn logicalclusters() -> Arc<ResourceInfo> {
+pub(crate) fn logicalclusters() -> Arc<ResourceInfo> {
     info("core.kcp.io", "v1alpha1", "logicalclusters")
 }
 /// `apis.kcp.io/v1alpha1` apiresourceschemas.
-pub fn apiresourceschemas() -> Arc<ResourceInfo> {
+pub(crate) fn apiresourceschemas() -> Arc<ResourceInfo> {
     info("apis.kcp.io", "v1alpha1", "apiresourceschemas")
 }
 /// `apis.kcp.io/v1alpha2` apiexports (the storage version).
-pub fn apiexports() -> Arc<ResourceInfo> {
+pub(crate) fn apiexports() -> Arc<ResourceInfo> {
     info("apis.kcp.io", "v1alpha2", "apiexports")
 }
 /// `apis.kcp.io/v1alpha1` apiexportendpointslices.
-pub fn endpointslices() -> Arc<ResourceInfo> {
+pub(crate) fn endpointslices() -> Arc<ResourceInfo> {
     info("apis.kcp.io", "v1alpha1", "apiexportendpointslices")
 }
 /// `apis.kcp.io/v1alpha2` apibindings (the storage version).
-pub fn apibindings() -> Arc<ResourceInfo> {
+pub(crate) fn apibindings() -> Arc<ResourceInfo> {
     info("apis.kcp.io", "v1alpha2", "apibindings")
 }
 

@@ -7,22 +7,26 @@ use serde_json::{Map, Value, json};
 use crate::registry::ResourceInfo;
 
 /// Annotation: v1alpha2 resources that v1alpha1 cannot express (non-CRD storage).
-pub const RESOURCE_SCHEMAS: &str = "apis.v1alpha2.kcp.io/resource-schemas";
+pub(crate) const RESOURCE_SCHEMAS: &str = "apis.v1alpha2.kcp.io/resource-schemas";
 /// Annotation: v1alpha2 claims with verbs other than `*`.
-pub const PERMISSION_CLAIMS: &str = "apis.v1alpha2.kcp.io/permission-claims";
+pub(crate) const PERMISSION_CLAIMS: &str = "apis.v1alpha2.kcp.io/permission-claims";
 /// Annotation: the original v1alpha1 claims (their `all`/`resourceSelector`).
-pub const V1ALPHA1_PERMISSION_CLAIMS: &str = "apis.v1alpha2.kcp.io/v1alpha1-permission-claims";
+pub(crate) const V1ALPHA1_PERMISSION_CLAIMS: &str =
+    "apis.v1alpha2.kcp.io/v1alpha1-permission-claims";
 /// Annotation: v1alpha2 binding claims with verbs or selectors v1alpha1 cannot express.
-pub const ACCEPTABLE_PERMISSION_CLAIMS: &str = "apis.v1alpha2.kcp.io/acceptable-permission-claims";
+pub(crate) const ACCEPTABLE_PERMISSION_CLAIMS: &str =
+    "apis.v1alpha2.kcp.io/acceptable-permission-claims";
 /// Annotation: v1alpha2 `status.exportPermissionClaims` v1alpha1 cannot express.
-pub const STATUS_PERMISSION_CLAIMS: &str = "apis.v1alpha2.kcp.io/status-export-permission-claims";
+pub(crate) const STATUS_PERMISSION_CLAIMS: &str =
+    "apis.v1alpha2.kcp.io/status-export-permission-claims";
 /// Annotation: v1alpha2 `status.appliedPermissionClaims` v1alpha1 cannot express.
-pub const STATUS_APPLIED_CLAIMS: &str = "apis.v1alpha2.kcp.io/status-applied-permission-claims";
+pub(crate) const STATUS_APPLIED_CLAIMS: &str =
+    "apis.v1alpha2.kcp.io/status-applied-permission-claims";
 /// Annotation: the original v1alpha1 `status.exportPermissionClaims`.
-pub const STATUS_PERMISSION_CLAIMS_V1ALPHA1: &str =
+pub(crate) const STATUS_PERMISSION_CLAIMS_V1ALPHA1: &str =
     "apis.v1alpha2.kcp.io/v1alpha1-status-export-permission-claims";
 /// Annotation: the original v1alpha1 `status.appliedPermissionClaims`.
-pub const STATUS_APPLIED_CLAIMS_V1ALPHA1: &str =
+pub(crate) const STATUS_APPLIED_CLAIMS_V1ALPHA1: &str =
     "apis.v1alpha2.kcp.io/v1alpha1-status-applied-permission-claims";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -43,7 +47,7 @@ fn kind(info: &ResourceInfo) -> Option<Kind> {
 }
 
 /// A request body in `info`'s version → the stored (v1alpha2) form; other resources unchanged.
-pub fn to_storage(info: &ResourceInfo, obj: Value) -> Value {
+pub(crate) fn to_storage(info: &ResourceInfo, obj: Value) -> Value {
     match kind(info) {
         Some(Kind::Export) => export_to_v1alpha2(obj),
         Some(Kind::Binding) => binding_to_v1alpha2(obj),
@@ -52,7 +56,7 @@ pub fn to_storage(info: &ResourceInfo, obj: Value) -> Value {
 }
 
 /// A stored (v1alpha2) object → `info`'s version; other resources unchanged.
-pub fn from_storage(info: &ResourceInfo, obj: Value) -> Value {
+pub(crate) fn from_storage(info: &ResourceInfo, obj: Value) -> Value {
     match kind(info) {
         Some(Kind::Export) => export_to_v1alpha1(obj),
         Some(Kind::Binding) => binding_to_v1alpha1(obj),

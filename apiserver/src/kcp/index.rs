@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 /// Where a logical cluster lives and what it is called.
 #[derive(Debug, Clone)]
-pub struct ClusterEntry {
+pub(crate) struct ClusterEntry {
     /// The logical cluster name.
     pub name: Arc<str>,
     /// Index of the shard holding it.
@@ -17,14 +17,14 @@ pub struct ClusterEntry {
 
 /// The index: logical cluster names and workspace paths.
 #[derive(Debug, Default)]
-pub struct Index {
+pub(crate) struct Index {
     by_name: HashMap<Arc<str>, ClusterEntry>,
     by_path: HashMap<Arc<str>, Arc<str>>,
 }
 
 impl Index {
     /// Records a logical cluster and its path.
-    pub fn insert(&mut self, name: &str, shard: usize, path: &str) -> ClusterEntry {
+    pub(crate) fn insert(&mut self, name: &str, shard: usize, path: &str) -> ClusterEntry {
         let entry = ClusterEntry {
             name: name.into(),
             shard,
@@ -36,7 +36,7 @@ impl Index {
     }
 
     /// Forgets a logical cluster.
-    pub fn remove(&mut self, name: &str) -> Option<ClusterEntry> {
+    pub(crate) fn remove(&mut self, name: &str) -> Option<ClusterEntry> {
         let e = self.by_name.remove(name)?;
         if self.by_path.get(&e.path).is_some_and(|n| **n == *name) {
             self.by_path.remove(&e.path);
@@ -45,33 +45,24 @@ impl Index {
     }
 
     /// A logical cluster by name.
-    pub fn by_name(&self, name: &str) -> Option<&ClusterEntry> {
+    pub(crate) fn by_name(&self, name: &str) -> Option<&ClusterEntry> {
         self.by_name.get(name)
     }
 
     /// A logical cluster by path.
-    pub fn by_path(&self, path: &str) -> Option<&ClusterEntry> {
+    pub(crate) fn by_path(&self, path: &str) -> Option<&ClusterEntry> {
         self.by_name.get(self.by_path.get(path)?)
     }
 
     /// Resolves what a URL's `/clusters/<x>` names: a path (`root:org`) or a logical cluster name.
-    pub fn resolve(&self, x: &str) -> Option<&ClusterEntry> {
+    pub(crate) fn resolve(&self, x: &str) -> Option<&ClusterEntry> {
         self.by_path(x).or_else(|| self.by_name(x))
     }
 
+    #[cfg(test)]
     /// How many logical clusters are known.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.by_name.len()
-    }
-
-    /// Whether no logical cluster is known.
-    pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
-    }
-
-    /// Every entry (in no particular order).
-    pub fn entries(&self) -> impl Iterator<Item = &ClusterEntry> {
-        self.by_name.values()
     }
 }
 

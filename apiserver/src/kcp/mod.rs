@@ -26,16 +26,16 @@
 //! - Bound resources are stored per (export identity, logical cluster); their definitions are
 //!   built once per schema and shared by every workspace.
 
-pub mod admission;
-pub mod apis;
-pub mod controller;
-pub mod convert;
-pub mod index;
-pub mod names;
-pub mod routing;
-pub mod server;
-pub mod surface;
-pub mod vw;
+pub(crate) mod admission;
+pub(crate) mod apis;
+pub(crate) mod controller;
+pub(crate) mod convert;
+pub(crate) mod index;
+pub(crate) mod names;
+pub(crate) mod routing;
+pub(crate) mod server;
+pub(crate) mod surface;
+pub(crate) mod vw;
 
 pub use routing::{VIRTUAL_WORKSPACE_SURFACE, WORKSPACE_SURFACE};
 pub use server::{Kcp, KcpError, KcpOptions, KcpShard, WorkspaceInfo};

@@ -5,17 +5,17 @@ use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha224, Sha256};
 
 /// The name and path of the root workspace.
-pub const ROOT: &str = "root";
+pub(crate) const ROOT: &str = "root";
 
 /// The annotation carrying an object's logical cluster name, on every object.
-pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
+pub(crate) const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
 /// The annotation carrying the canonical workspace path (on APIBindings, APIExports,
 /// LogicalClusters and a few more kinds).
-pub const PATH_ANNOTATION: &str = "kcp.io/path";
+pub(crate) const PATH_ANNOTATION: &str = "kcp.io/path";
 
 /// A new random logical cluster name: 16 characters of the base36 SHA-224 of 32 random bytes, as
 /// kcp's workspace scheduler makes them.
-pub fn random_cluster_name() -> String {
+pub(crate) fn random_cluster_name() -> String {
     let mut token = [0u8; 32];
     // The system random number generator does not fail on supported platforms; a zero token
     // would still give a valid (if predictable) name, and names are checked for collisions.
@@ -29,7 +29,7 @@ pub fn random_cluster_name() -> String {
 }
 
 /// Is `s` one segment of a workspace path (`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)?
-pub fn is_segment(s: &str) -> bool {
+pub(crate) fn is_segment(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
@@ -40,30 +40,30 @@ pub fn is_segment(s: &str) -> bool {
 }
 
 /// Is `s` a valid workspace path (`root`, `root:org:ws`) or logical cluster name?
-pub fn is_path(s: &str) -> bool {
+pub(crate) fn is_path(s: &str) -> bool {
     !s.is_empty() && s.split(':').all(is_segment)
 }
 
 /// Is `s` a logical cluster name: a valid path of one segment (`system:` names are valid too)?
-pub fn is_name(s: &str) -> bool {
+pub(crate) fn is_name(s: &str) -> bool {
     is_segment(s)
         || s.strip_prefix("system:")
             .is_some_and(|rest| rest.split(':').all(is_segment))
 }
 
 /// The parent path of a path (`root:org:ws` → `root:org`), `None` for a single segment.
-pub fn parent(path: &str) -> Option<&str> {
+pub(crate) fn parent(path: &str) -> Option<&str> {
     path.rsplit_once(':').map(|(p, _)| p)
 }
 
 /// The last segment of a path (`root:org:ws` → `ws`).
-pub fn base(path: &str) -> &str {
+pub(crate) fn base(path: &str) -> &str {
     path.rsplit_once(':').map_or(path, |(_, b)| b)
 }
 
 /// The value of the `internal.apis.kcp.io/export` label kcp sets on an APIBinding: base62 of the
 /// SHA-224 of `<exportCluster>:<exportName>`.
-pub fn export_label_value(export_cluster: &str, export_name: &str) -> String {
+pub(crate) fn export_label_value(export_cluster: &str, export_name: &str) -> String {
     encode(
         &Sha224::digest(format!("{export_cluster}:{export_name}").as_bytes()),
         62,
@@ -71,7 +71,7 @@ pub fn export_label_value(export_cluster: &str, export_name: &str) -> String {
 }
 
 /// An APIExport's identity hash: the hex SHA-256 of its identity Secret's `key`.
-pub fn identity_hash(key: &[u8]) -> String {
+pub(crate) fn identity_hash(key: &[u8]) -> String {
     Sha256::digest(key)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -79,7 +79,7 @@ pub fn identity_hash(key: &[u8]) -> String {
 }
 
 /// 256 random bits, base64-encoded, for a new identity Secret's `key`.
-pub fn random_identity_key() -> String {
+pub(crate) fn random_identity_key() -> String {
     use base64::Engine;
     let mut key = [0u8; 32];
     let _ = SystemRandom::new().fill(&mut key);
@@ -90,7 +90,7 @@ pub fn random_identity_key() -> String {
 /// `0-9`, then `a-z`, then `A-Z`, no leading zeros.
 ///
 /// Written by hand because it is a dozen lines and kcp's names must match Go's output exactly.
-pub fn encode(bytes: &[u8], base: u32) -> String {
+pub(crate) fn encode(bytes: &[u8], base: u32) -> String {
     const DIGITS: &[u8; 62] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
     let mut n: Vec<u32> = bytes.iter().map(|b| u32::from(*b)).collect();
     let mut out = Vec::new();

@@ -267,9 +267,13 @@ impl KcpShard {
             self.url()
         )
     }
-    /// The shard's storage, registry and admission (for modes built on this crate).
-    pub fn shard(&self) -> &Arc<Shard> {
+    /// The shard's storage, registry and admission.
+    pub(crate) fn shard(&self) -> &Arc<Shard> {
         &self.state.shard
+    }
+    /// Open watches over the shard's store (every surface and logical cluster).
+    pub fn open_watches(&self) -> usize {
+        self.state.shard.store().watcher_count()
     }
     /// Faults of requests to workspaces (and the wildcard) on this shard.
     pub fn faults(&self) -> &Faults {

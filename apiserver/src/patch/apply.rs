@@ -26,7 +26,7 @@ use super::shape::TypeShape;
 use super::typed;
 
 /// The annotation client-side `kubectl apply` keeps its last configuration in.
-pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+pub(crate) const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// One server-side apply request.
 #[derive(Debug, Clone, Copy)]

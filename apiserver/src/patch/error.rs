@@ -4,14 +4,14 @@
 use serde_json::{Value, json};
 
 /// The patch types kube-apiserver accepts for custom resources, in the order it lists them.
-pub const CUSTOM_RESOURCE_PATCH_TYPES: &[&str] = &[
+pub(crate) const CUSTOM_RESOURCE_PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/apply-patch+yaml",
 ];
 
 /// kube-apiserver's limit on the number of operations in one JSON patch.
-pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+pub(crate) const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
 /// Why a JSON patch, merge patch or strategic merge patch was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

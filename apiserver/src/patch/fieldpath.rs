@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 /// The variant order is structured-merge-diff's order (field names, then keys, then values, then
 /// indices), which is also the order members are listed in.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PathElement {
+pub(crate) enum PathElement {
     /// A named field or map key: `f:name`.
     Field(String),
     /// An item of a map-keyed list, identified by its key fields sorted by name: `k:{"name":"x"}`.
@@ -29,7 +29,7 @@ pub enum PathElement {
 
 impl PathElement {
     /// The `fieldsV1` key of this element (`f:spec`, `k:{"type":"Ready"}`, `v:"a"`, `i:0`).
-    pub fn to_fields_key(&self) -> String {
+    pub(crate) fn to_fields_key(&self) -> String {
         match self {
             PathElement::Field(name) => format!("f:{name}"),
             PathElement::Key(fields) => {
@@ -51,7 +51,7 @@ impl PathElement {
     }
 
     /// Parses a `fieldsV1` key back into a path element.
-    pub fn from_fields_key(key: &str) -> Result<PathElement, String> {
+    pub(crate) fn from_fields_key(key: &str) -> Result<PathElement, String> {
         let (prefix, rest) = key
             .split_once(':')
             .ok_or_else(|| format!("invalid path element {key:?}: missing type prefix"))?;
@@ -136,7 +136,7 @@ impl fmt::Display for PathElement {
 
 /// A path from the object root, e.g. `.spec.containers[name="app"].image`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct FieldPath(pub Vec<PathElement>);
+pub(crate) struct FieldPath(pub Vec<PathElement>);
 
 impl fmt::Display for FieldPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -152,25 +152,25 @@ impl fmt::Display for FieldPath {
 /// Invariants: `members` and `children` are sorted by path element and free of duplicates, and no
 /// child set is empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSet {
+pub(crate) struct FieldSet {
     members: Vec<PathElement>,
     children: Vec<(PathElement, FieldSet)>,
 }
 
 impl FieldSet {
     /// The empty set.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Whether the set holds no path.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         // Child sets are never empty (invariant), so only the two vectors matter.
         self.members.is_empty() && self.children.is_empty()
     }
 
     /// Whether `pe` is a member at this level.
-    pub fn has_member(&self, pe: &PathElement) -> bool {
+    pub(crate) fn has_member(&self, pe: &PathElement) -> bool {
         self.members.binary_search(pe).is_ok()
     }
 
@@ -190,15 +190,16 @@ impl FieldSet {
     }
 
     /// The child set below `pe`, if any.
-    pub fn child(&self, pe: &PathElement) -> Option<&FieldSet> {
+    pub(crate) fn child(&self, pe: &PathElement) -> Option<&FieldSet> {
         self.children
             .binary_search_by(|(p, _)| p.cmp(pe))
             .ok()
             .map(|i| &self.children[i].1)
     }
 
+    #[cfg(test)]
     /// Whether the full path is a member of the set.
-    pub fn has(&self, path: &[PathElement]) -> bool {
+    pub(crate) fn has(&self, path: &[PathElement]) -> bool {
         match path {
             [] => false,
             [last] => self.has_member(last),
@@ -207,29 +208,18 @@ impl FieldSet {
     }
 
     /// Adds a member at this level.
-    pub fn insert_member(&mut self, pe: PathElement) {
+    pub(crate) fn insert_member(&mut self, pe: PathElement) {
         if let Err(i) = self.members.binary_search(&pe) {
             self.members.insert(i, pe);
         }
     }
 
     /// Adds a path (its last element becomes a member).
-    pub fn insert(&mut self, path: &[PathElement]) {
+    pub(crate) fn insert(&mut self, path: &[PathElement]) {
         match path {
             [] => {}
             [last] => self.insert_member(last.clone()),
             [first, rest @ ..] => self.child_mut(first.clone()).insert(rest),
-        }
-    }
-
-    /// Unions `set` into the child below `pe` (no-op for an empty `set`).
-    pub fn insert_child(&mut self, pe: PathElement, set: FieldSet) {
-        if set.is_empty() {
-            return;
-        }
-        match self.children.binary_search_by(|(p, _)| p.cmp(&pe)) {
-            Ok(i) => self.children[i].1 = self.children[i].1.union(&set),
-            Err(i) => self.children.insert(i, (pe, set)),
         }
     }
 
@@ -275,7 +265,7 @@ impl FieldSet {
     }
 
     /// Every path in `self` or `other`.
-    pub fn union(&self, other: &FieldSet) -> FieldSet {
+    pub(crate) fn union(&self, other: &FieldSet) -> FieldSet {
         if other.is_empty() {
             return self.clone();
         }
@@ -314,7 +304,7 @@ impl FieldSet {
     }
 
     /// Paths in both sets.
-    pub fn intersection(&self, other: &FieldSet) -> FieldSet {
+    pub(crate) fn intersection(&self, other: &FieldSet) -> FieldSet {
         let members = self
             .members
             .iter()
@@ -335,7 +325,7 @@ impl FieldSet {
     /// Paths of `self` that are not in `other`. A member of `other` does not remove the children of
     /// the same element (`parent - child = parent`, `child - parent = child`), as in
     /// structured-merge-diff's `Difference`.
-    pub fn difference(&self, other: &FieldSet) -> FieldSet {
+    pub(crate) fn difference(&self, other: &FieldSet) -> FieldSet {
         if other.is_empty() {
             return self.clone();
         }
@@ -361,7 +351,7 @@ impl FieldSet {
 
     /// Removes the paths of `other` in place, with [`difference`](Self::difference)'s rules; returns
     /// whether anything was removed.
-    pub fn subtract(&mut self, other: &FieldSet) -> bool {
+    pub(crate) fn subtract(&mut self, other: &FieldSet) -> bool {
         if other.is_empty() || self.is_empty() {
             return false;
         }
@@ -378,9 +368,10 @@ impl FieldSet {
         changed
     }
 
+    #[cfg(test)]
     /// Like [`difference`](Self::difference), but a member of `other` also removes everything below
     /// the same element.
-    pub fn recursive_difference(&self, other: &FieldSet) -> FieldSet {
+    pub(crate) fn recursive_difference(&self, other: &FieldSet) -> FieldSet {
         if other.is_empty() {
             return self.clone();
         }
@@ -445,7 +436,7 @@ impl FieldSet {
     }
 
     /// Every member path, in order.
-    pub fn paths(&self) -> Vec<FieldPath> {
+    pub(crate) fn paths(&self) -> Vec<FieldPath> {
         let mut out = Vec::new();
         let mut prefix = Vec::new();
         self.collect_paths(&mut prefix, &mut out);
@@ -477,7 +468,7 @@ impl FieldSet {
 
     /// Encodes the set as `fieldsV1` (`{"f:spec":{"f:replicas":{}}}`, with `".": {}` marking an
     /// element that is both a member and a parent).
-    pub fn to_fields_v1(&self) -> Value {
+    pub(crate) fn to_fields_v1(&self) -> Value {
         let mut out = Map::new();
         for m in &self.members {
             if self.child(m).is_none() {
@@ -498,7 +489,7 @@ impl FieldSet {
     }
 
     /// Decodes `fieldsV1`.
-    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, String> {
+    pub(crate) fn from_fields_v1(v: &Value) -> Result<FieldSet, String> {
         let Value::Object(map) = v else {
             return Err("fieldsV1 must be a JSON object".to_string());
         };

@@ -23,7 +23,7 @@ pub fn merge(doc: &mut Value, patch: &Value) -> Result<(), PatchError> {
 }
 
 /// Applies a JSON patch (`application/json-patch+json`) to `doc`. On error `doc` is unchanged.
-pub fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchError> {
+pub(crate) fn json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchError> {
     let Value::Array(ops) = patch else {
         return Err(PatchError::BadRequest(format!(
             "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",

@@ -17,7 +17,7 @@ use super::typed::{self, Comparison};
 
 /// What a managedFields entry records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Operation {
+pub(crate) enum Operation {
     /// Server-side apply.
     Apply,
     /// Any other write (create, update, non-apply patch).
@@ -35,7 +35,7 @@ impl Operation {
 
 /// One decoded managedFields entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ManagedEntry {
+pub(crate) struct ManagedEntry {
     /// The field manager's name.
     pub manager: String,
     /// Apply or Update.
@@ -54,7 +54,7 @@ pub struct ManagedEntry {
 
 impl ManagedEntry {
     /// An entry owning `fields`.
-    pub fn new(
+    pub(crate) fn new(
         manager: impl Into<String>,
         operation: Operation,
         api_version: impl Into<String>,
@@ -74,12 +74,12 @@ impl ManagedEntry {
     }
 
     /// The owned fields.
-    pub fn fields(&self) -> &FieldSet {
+    pub(crate) fn fields(&self) -> &FieldSet {
         &self.fields
     }
 
     /// Replaces the owned fields.
-    pub fn set_fields(&mut self, fields: FieldSet) {
+    pub(crate) fn set_fields(&mut self, fields: FieldSet) {
         self.fields = fields;
         self.encoded = None;
     }
@@ -99,7 +99,7 @@ impl ManagedEntry {
     }
 
     /// Whether `self` and `other` are the same manager in kube-apiserver's sense.
-    pub fn same_manager(&self, other: &ManagedEntry) -> bool {
+    pub(crate) fn same_manager(&self, other: &ManagedEntry) -> bool {
         self.manager == other.manager
             && self.operation == other.operation
             && self.subresource == other.subresource
@@ -108,7 +108,7 @@ impl ManagedEntry {
 
     /// The manager as kube-apiserver names it in conflict messages: `"kubectl"`,
     /// `"kubectl-edit" using v1`, `"x" with subresource "status"`.
-    pub fn display_name(&self) -> String {
+    pub(crate) fn display_name(&self) -> String {
         let mut s = format!("{:?}", self.manager);
         if !self.subresource.is_empty() {
             s = format!("{s} with subresource {:?}", self.subresource);
@@ -187,7 +187,7 @@ impl ManagedEntry {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Managed {
     /// The entries, one per manager identity.
-    pub entries: Vec<ManagedEntry>,
+    pub(crate) entries: Vec<ManagedEntry>,
 }
 
 /// The name of the Update entry that collects the oldest updates once there are too many.
@@ -242,7 +242,7 @@ impl Managed {
     }
 
     /// Decodes a `managedFields` list (null: no managers), keeping each entry's `fieldsV1`.
-    pub fn from_value(v: Value) -> Result<Managed, String> {
+    pub(crate) fn from_value(v: Value) -> Result<Managed, String> {
         match v {
             Value::Null => Ok(Managed::default()),
             Value::Array(items) => {
@@ -260,13 +260,8 @@ impl Managed {
     }
 
     /// Whether there is no manager.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
-    }
-
-    /// The entry for `who`, if present.
-    pub fn get(&self, who: &ManagedEntry) -> Option<&ManagedEntry> {
-        self.entries.iter().find(|e| e.same_manager(who))
     }
 
     fn position(&self, who: &ManagedEntry) -> Option<usize> {
@@ -404,7 +399,7 @@ impl Target<'_> {
 
 /// The manager name for a non-apply write: the `fieldManager` parameter, else the user agent up to
 /// its first `/` (printable characters, at most 128 bytes), else `unknown` — as kube-apiserver does.
-pub fn update_manager_name(field_manager: Option<&str>, user_agent: Option<&str>) -> String {
+pub(crate) fn update_manager_name(field_manager: Option<&str>, user_agent: Option<&str>) -> String {
     if let Some(m) = field_manager.filter(|m| !m.is_empty()) {
         return m.to_string();
     }
@@ -428,7 +423,7 @@ pub fn update_manager_name(field_manager: Option<&str>, user_agent: Option<&str>
 
 /// Checks a `fieldManager` parameter like kube-apiserver (at most 128 characters, all printable).
 /// The error is the `field.Error` text for `fieldManager`.
-pub fn validate_field_manager(name: &str) -> Result<(), String> {
+pub(crate) fn validate_field_manager(name: &str) -> Result<(), String> {
     if name.len() > 128 {
         return Err("fieldManager: Too long: may not be more than 128 bytes".to_string());
     }

@@ -30,16 +30,12 @@ mod shape;
 mod strategic;
 mod typed;
 
-pub use apply::{ApplyRequest, LAST_APPLIED_ANNOTATION, apply};
-pub use error::{
-    ApplyError, CUSTOM_RESOURCE_PATCH_TYPES, Conflict, MAX_JSON_PATCH_OPERATIONS, PatchError,
-};
-pub use fieldpath::{FieldPath, FieldSet, PathElement};
-pub use json::{json_patch, merge};
-pub use managed::{
-    Managed, ManagedEntry, Operation, Target, record_update, update_manager_name,
-    validate_field_manager,
-};
+pub use apply::{ApplyRequest, apply};
+pub(crate) use error::{ApplyError, PatchError};
+pub(crate) use json::json_patch;
+pub use json::merge;
+pub use managed::{Managed, Target, record_update};
+pub(crate) use managed::{update_manager_name, validate_field_manager};
 pub use shape::TypeShape;
 pub use strategic::strategic;
 

@@ -5,6 +5,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::{Value, json};
 
+use super::apply::LAST_APPLIED_ANNOTATION;
 use super::*;
 
 const T0: &str = "2024-05-01T10:00:00Z";

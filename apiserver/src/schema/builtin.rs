@@ -21,7 +21,7 @@ use crate::builtin::Scope;
 
 /// A built-in resource: where it is served and how its objects are checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BuiltinResource {
+pub(crate) struct BuiltinResource {
     /// API group (`""` for core).
     pub group: &'static str,
     /// API version.
@@ -40,7 +40,7 @@ pub struct BuiltinResource {
 
 /// Every built-in resource with a schema: the enabled Kubernetes version's GA types
 /// ([`crate::builtin::api_types`]) that are served as resources, in k8s-openapi's order.
-pub static BUILTINS: LazyLock<Vec<BuiltinResource>> = LazyLock::new(|| {
+pub(crate) static BUILTINS: LazyLock<Vec<BuiltinResource>> = LazyLock::new(|| {
     crate::builtin::api_types()
         .iter()
         .filter(|t| t.scope != Scope::Subresource)
@@ -56,25 +56,19 @@ pub static BUILTINS: LazyLock<Vec<BuiltinResource>> = LazyLock::new(|| {
         .collect()
 });
 
+#[cfg(test)]
 /// The `TokenRequest` kind, served as the `token` subresource of service accounts.
-pub const TOKEN_REQUEST_DEFINITION: &str = "io.k8s.api.authentication.v1.TokenRequest";
+pub(crate) const TOKEN_REQUEST_DEFINITION: &str = "io.k8s.api.authentication.v1.TokenRequest";
 
 /// Looks up a built-in resource by group, version and kind.
-pub fn builtin_by_kind(group: &str, version: &str, kind: &str) -> Option<&'static BuiltinResource> {
-    BUILTINS
-        .iter()
-        .find(|b| b.group == group && b.version == version && b.kind == kind)
-}
-
-/// Looks up a built-in resource by group, version and plural resource name.
-pub fn builtin_by_resource(
+pub(crate) fn builtin_by_kind(
     group: &str,
     version: &str,
-    plural: &str,
+    kind: &str,
 ) -> Option<&'static BuiltinResource> {
     BUILTINS
         .iter()
-        .find(|b| b.group == group && b.version == version && b.plural == plural)
+        .find(|b| b.group == group && b.version == version && b.kind == kind)
 }
 
 /// Definitions, generated once.
@@ -201,13 +195,13 @@ fn drop_byte_formats(v: &mut Value) {
 }
 
 /// The compiled validation schema of a built-in definition (`io.k8s.api.core.v1.ConfigMap`).
-pub fn builtin_schema(definition: &str) -> Option<Arc<Structural>> {
+pub(crate) fn builtin_schema(definition: &str) -> Option<Arc<Structural>> {
     CATALOG.compiled.get(definition).cloned()
 }
 
 /// The published OpenAPI v3 definitions of all built-in kinds and what they reference, keyed
 /// by definition name, with `$ref`s to `#/components/schemas/…`.
-pub fn builtin_definitions() -> &'static Map<String, Value> {
+pub(crate) fn builtin_definitions() -> &'static Map<String, Value> {
     &CATALOG.published
 }
 

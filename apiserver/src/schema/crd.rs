@@ -992,7 +992,7 @@ fn versions_value(versions: &[Value]) -> BadValue {
 /// names, exactly one storage version, a schema for each) and every version's schema
 /// ([`Structural::compile_crd_schema`]). Returns the errors for a 422 `Invalid`; empty when the
 /// CRD is acceptable.
-pub fn validate_crd(crd: &Value) -> Vec<FieldError> {
+pub(crate) fn validate_crd(crd: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let empty = Map::new();
     let spec = crd.get("spec").and_then(Value::as_object).unwrap_or(&empty);

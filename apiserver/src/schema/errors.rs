@@ -263,7 +263,7 @@ impl fmt::Display for FieldError {
 impl std::error::Error for FieldError {}
 
 /// `ErrorList.ToAggregate().Error()`: one message, or `[a, b]` for several, duplicates removed.
-pub fn aggregate(errs: &[FieldError]) -> String {
+pub(crate) fn aggregate(errs: &[FieldError]) -> String {
     let mut seen = HashSet::new();
     let msgs: Vec<String> = errs
         .iter()
@@ -277,7 +277,7 @@ pub fn aggregate(errs: &[FieldError]) -> String {
 }
 
 /// `Kind.group`, or `Kind` for the core group: how kube names a kind in messages.
-pub fn qualified_kind(group: &str, kind: &str) -> String {
+pub(crate) fn qualified_kind(group: &str, kind: &str) -> String {
     if group.is_empty() {
         kind.to_string()
     } else {
@@ -287,7 +287,7 @@ pub fn qualified_kind(group: &str, kind: &str) -> String {
 
 /// The `message` of a 422 `Invalid` Status:
 /// `Velero.example.io "x" is invalid: spec.version: Invalid value: …`.
-pub fn invalid_message(group: &str, kind: &str, name: &str, errs: &[FieldError]) -> String {
+pub(crate) fn invalid_message(group: &str, kind: &str, name: &str, errs: &[FieldError]) -> String {
     let qk = qualified_kind(group, kind);
     if errs.is_empty() {
         format!("{qk} {} is invalid", go_quote(name))
@@ -297,7 +297,7 @@ pub fn invalid_message(group: &str, kind: &str, name: &str, errs: &[FieldError])
 }
 
 /// The complete 422 `Invalid` Status kube-apiserver answers for `errs` (`apierrors.NewInvalid`).
-pub fn invalid_status(group: &str, kind: &str, name: &str, errs: &[FieldError]) -> Status {
+pub(crate) fn invalid_status(group: &str, kind: &str, name: &str, errs: &[FieldError]) -> Status {
     Status {
         code: Some(422),
         message: Some(invalid_message(group, kind, name, errs)),

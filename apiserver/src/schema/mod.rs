@@ -5,7 +5,7 @@
 //! Pure functions without I/O. Compile once per CRD version or built-in kind, then per request:
 //!
 //! ```
-//! use service_provider_apiserver::schema::Structural;
+//! use service_provider_apiserver::internals::schema::Structural;
 //! use serde_json::json;
 //!
 //! let s = Structural::compile(&json!({
@@ -53,22 +53,15 @@ mod structural;
 mod times;
 mod validate;
 
-pub use builtin::{
-    BUILTINS, BuiltinResource, TOKEN_REQUEST_DEFINITION, builtin_by_kind, builtin_by_resource,
-    builtin_definitions, builtin_schema,
-};
-pub use crd::validate_crd;
-pub use errors::{
-    BadValue, FieldError, Reason, aggregate, invalid_message, invalid_status, qualified_kind,
-};
+pub(crate) use builtin::builtin_definitions;
+pub(crate) use crd::validate_crd;
+pub(crate) use errors::{BadValue, FieldError, aggregate};
 pub(crate) use errors::{go_string_slice, key};
 pub(crate) use formats::parse_go_duration;
-pub use objectmeta::{
-    NameRule, validate_annotations, validate_labels, validate_object_meta, validate_type_meta,
-};
+pub(crate) use objectmeta::{NameRule, validate_annotations, validate_labels};
 pub(crate) use objectmeta::{dns1035_label, dns1123_label, dns1123_subdomain, qualified_name};
-pub use openapi::{OpenApiDocuments, OpenApiResource, crd_definition_name, group_version_path};
-pub use prune::{FieldValidation, strict_error_message, unknown_field_warning};
-pub use resource::{DecodeError, ResourceSchema};
-pub use structural::{SchemaError, Structural};
+pub use openapi::{OpenApiDocuments, OpenApiResource};
+pub use prune::FieldValidation;
+pub use resource::ResourceSchema;
+pub use structural::Structural;
 pub(crate) use times::normalise_times;

@@ -238,7 +238,7 @@ pub(crate) fn parse_group_version(gv: &str) -> Result<(&str, &str), String> {
 }
 
 /// `ValidateLabels`: qualified-name keys and label values, reported at `path`.
-pub fn validate_labels(labels: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+pub(crate) fn validate_labels(labels: &Map<String, Value>, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (k, v) in labels {
         for m in qualified_name(k) {
@@ -254,7 +254,7 @@ pub fn validate_labels(labels: &Map<String, Value>, path: &str) -> Vec<FieldErro
 
 /// `ValidateAnnotations`: qualified-name keys (case-insensitive) and a total size of at most
 /// 256 KiB, reported at `path`.
-pub fn validate_annotations(ann: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+pub(crate) fn validate_annotations(ann: &Map<String, Value>, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut size = 0;
     for (k, v) in ann {
@@ -271,7 +271,7 @@ pub fn validate_annotations(ann: &Map<String, Value>, path: &str) -> Vec<FieldEr
 
 /// `ValidateObjectMetaAccessor` for the `metadata` of an object at `path` (`metadata` for a
 /// resource root). `namespaced` says whether the resource requires a namespace.
-pub fn validate_object_meta(
+pub(crate) fn validate_object_meta(
     meta: &Map<String, Value>,
     namespaced: bool,
     rule: NameRule,
@@ -426,7 +426,12 @@ pub fn validate_object_meta(
 
 /// The customResourceValidator's type meta check: `kind` and `apiVersion` must name this
 /// resource.
-pub fn validate_type_meta(obj: &Value, group: &str, version: &str, kind: &str) -> Vec<FieldError> {
+pub(crate) fn validate_type_meta(
+    obj: &Value,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let got_kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     if got_kind != kind {

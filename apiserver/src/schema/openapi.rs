@@ -56,13 +56,13 @@ const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
 
 /// The definition name kube-apiserver gives a custom resource: reversed group, version, kind
 /// (`io.example.v1.Widget` for `example.io/v1` `Widget`).
-pub fn crd_definition_name(group: &str, version: &str, kind: &str) -> String {
+pub(crate) fn crd_definition_name(group: &str, version: &str, kind: &str) -> String {
     let reversed: Vec<&str> = group.split('.').rev().collect();
     format!("{}.{version}.{kind}", reversed.join("."))
 }
 
 /// `api/v1` or `apis/<group>/<version>`: the key of a group-version in the v3 index.
-pub fn group_version_path(group: &str, version: &str) -> String {
+pub(crate) fn group_version_path(group: &str, version: &str) -> String {
     if group.is_empty() {
         format!("api/{version}")
     } else {
@@ -156,9 +156,10 @@ impl OpenApiDocuments {
         json!({"paths": paths})
     }
 
+    #[cfg(test)]
     /// The current hash of a group-version document (`api/v1`, `apis/apps/v1`); a request with
     /// another `hash` should be redirected to the current URL, as kube does.
-    pub fn v3_hash(&self, gv_path: &str) -> Option<&str> {
+    pub(crate) fn v3_hash(&self, gv_path: &str) -> Option<&str> {
         self.groups
             .get(gv_path.trim_matches('/'))
             .map(|g| g.hash.as_str())
@@ -174,14 +175,15 @@ impl OpenApiDocuments {
         )
     }
 
+    #[cfg(test)]
     /// A group-version document as a value (for tests and tools).
-    pub fn v3_document_value(&self, gv_path: &str) -> Option<Value> {
+    pub(crate) fn v3_document_value(&self, gv_path: &str) -> Option<Value> {
         let gv = self.groups.get(gv_path.trim_matches('/'))?;
         Some(self.render_v3(gv))
     }
 
     /// The Swagger 2.0 document (`/openapi/v2`) as JSON.
-    pub fn v2_document(&self) -> &[u8] {
+    pub(crate) fn v2_document(&self) -> &[u8] {
         self.v2
             .get_or_init(|| serde_json::to_vec(&self.render_v2()).unwrap_or_default())
     }

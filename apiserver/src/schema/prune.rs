@@ -46,13 +46,13 @@ impl FieldValidation {
 }
 
 /// `unknown field "spec.foo"`: one `Warning` header text (Warn) or one part of the Strict error.
-pub fn unknown_field_warning(path: &str) -> String {
+pub(crate) fn unknown_field_warning(path: &str) -> String {
     format!("unknown field \"{path}\"")
 }
 
 /// The message of the 400 `BadRequest` kube answers in Strict mode:
 /// `Foo in version "v1" cannot be handled as a Foo: strict decoding error: unknown field "spec.x"`.
-pub fn strict_error_message(kind: &str, version: &str, unknown: &[String]) -> String {
+pub(crate) fn strict_error_message(kind: &str, version: &str, unknown: &[String]) -> String {
     let fields: Vec<String> = unknown.iter().map(|p| unknown_field_warning(p)).collect();
     format!(
         "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",

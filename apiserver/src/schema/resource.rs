@@ -358,7 +358,7 @@ mod tests {
             "TokenRequest",
             "serviceaccounts/token",
             true,
-            super::super::TOKEN_REQUEST_DEFINITION,
+            super::super::builtin::TOKEN_REQUEST_DEFINITION,
         )
         .unwrap();
         assert_eq!(

@@ -23,7 +23,7 @@ use crate::handler::Body;
 
 /// What answers the requests of an endpoint: a routing layer that resolves the URL and calls the
 /// common handler (a plain cluster's router, kcp's workspace or virtual-workspace fronts).
-pub trait Frontend: Send + Sync + 'static {
+pub(crate) trait Frontend: Send + Sync + 'static {
     /// Answers one request, whose body has been read in full.
     fn serve(
         &self,
@@ -37,7 +37,7 @@ struct Running {
 }
 
 /// One listening endpoint.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     addr: SocketAddr,
     tls: Option<Arc<rustls::ServerConfig>>,
     frontend: Arc<dyn Frontend>,
@@ -55,7 +55,7 @@ impl std::fmt::Debug for Endpoint {
 
 impl Endpoint {
     /// Binds `addr` (port 0: an ephemeral port, kept across stop/start) and starts serving.
-    pub async fn bind(
+    pub(crate) async fn bind(
         addr: SocketAddr,
         tls: Option<Arc<rustls::ServerConfig>>,
         frontend: Arc<dyn Frontend>,
@@ -73,12 +73,12 @@ impl Endpoint {
     }
 
     /// The bound address.
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// The base URL (`https://127.0.0.1:<port>`).
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!(
             "{}://{}",
             if self.tls.is_some() { "https" } else { "http" },
@@ -87,7 +87,7 @@ impl Endpoint {
     }
 
     /// Whether it is serving.
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         self.running.lock().is_some()
     }
 
@@ -133,7 +133,7 @@ impl Endpoint {
 
     /// Stops serving: closes the listener and drops every open connection (clients see the
     /// connection reset, watches end without a final event).
-    pub async fn stop(&self) {
+    pub(crate) async fn stop(&self) {
         let running = self.running.lock().take();
         if let Some(r) = running {
             r.cancel.cancel();
@@ -142,7 +142,7 @@ impl Endpoint {
     }
 
     /// Starts serving again on the same address.
-    pub async fn start(&self) -> std::io::Result<()> {
+    pub(crate) async fn start(&self) -> std::io::Result<()> {
         if self.is_running() {
             return Ok(());
         }
@@ -152,7 +152,7 @@ impl Endpoint {
     }
 
     /// Drops every connection and serves again on the same address.
-    pub async fn restart(&self) -> std::io::Result<()> {
+    pub(crate) async fn restart(&self) -> std::io::Result<()> {
         self.stop().await;
         self.start().await
     }

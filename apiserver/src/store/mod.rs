@@ -8,7 +8,8 @@
 
 mod object;
 
-pub use object::{ObjKey, OwnerRef, StoredObject};
+pub use object::StoredObject;
+pub(crate) use object::{ObjKey, OwnerRef};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
@@ -44,7 +45,7 @@ impl std::fmt::Display for StoreKey {
 
 /// The kind of change a watch event reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
+pub(crate) enum EventType {
     /// The object was created.
     Added,
     /// The object was changed.
@@ -55,7 +56,7 @@ pub enum EventType {
 
 impl EventType {
     /// The wire name (`ADDED`, `MODIFIED`, `DELETED`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EventType::Added => "ADDED",
             EventType::Modified => "MODIFIED",
@@ -66,7 +67,7 @@ impl EventType {
 
 /// One committed change. Shared (`Arc`) between the history and every watcher that receives it.
 #[derive(Debug)]
-pub struct Event {
+pub(crate) struct Event {
     /// The resourceVersion of the change (for deletions: of the deletion).
     pub rv: u64,
     /// What happened.
@@ -85,7 +86,7 @@ pub struct Event {
 impl Event {
     /// The event as one line of a JSON watch stream in the stored representation, built once and
     /// shared by every watcher that needs it in that form.
-    pub fn line(&self) -> Bytes {
+    pub(crate) fn line(&self) -> Bytes {
         self.line
             .get_or_init(|| watch_line(self.kind.as_str(), &self.object.bytes))
             .clone()
@@ -93,7 +94,7 @@ impl Event {
 }
 
 /// Builds `{"type":T,"object":O}\n` around already-serialized object bytes.
-pub fn watch_line(kind: &str, object: &[u8]) -> Bytes {
+pub(crate) fn watch_line(kind: &str, object: &[u8]) -> Bytes {
     let mut v = Vec::with_capacity(object.len() + 32);
     v.extend_from_slice(b"{\"type\":\"");
     v.extend_from_slice(kind.as_bytes());
@@ -106,7 +107,7 @@ pub fn watch_line(kind: &str, object: &[u8]) -> Bytes {
 /// Which objects a watcher receives. Selector transitions are applied by the consumer, which sees
 /// `prev` on each event.
 #[derive(Debug, Clone, Default)]
-pub struct WatchFilter {
+pub(crate) struct WatchFilter {
     /// One resource, or every resource (controllers such as garbage collection).
     pub resource: Option<StoreKey>,
     /// One logical cluster, or all of them (kcp wildcard watches).
@@ -137,7 +138,7 @@ impl WatchFilter {
 
 /// Where a watch starts.
 #[derive(Debug, Clone, Copy)]
-pub enum WatchStart {
+pub(crate) enum WatchStart {
     /// After the given resourceVersion: replay the retained history after it.
     After(u64),
     /// Now: the current matching objects first (as synthetic ADDED events), then changes.
@@ -145,7 +146,7 @@ pub enum WatchStart {
 }
 
 /// A registered watch: the backlog to send first, then the live channel.
-pub struct WatchStream {
+pub(crate) struct WatchStream {
     /// Events to deliver before anything from `rx` (history replay, or the initial objects as ADDED).
     pub backlog: Vec<Arc<Event>>,
     /// The resourceVersion the backlog ends at (for bookmarks right after the initial events).
@@ -156,7 +157,7 @@ pub struct WatchStream {
 
 /// Errors of store operations; the caller turns them into API errors with resource names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     /// No object under the key.
     #[error("not found")]
     NotFound,
@@ -181,7 +182,7 @@ pub enum StoreError {
 
 /// A precondition on an existing object.
 #[derive(Debug, Clone, Default)]
-pub struct Precondition {
+pub(crate) struct Precondition {
     /// The resourceVersion the caller last saw.
     pub rv: Option<u64>,
     /// The uid the caller expects.
@@ -195,7 +196,7 @@ pub struct Precondition {
 /// `history`), and at least the `history_floor` newest whatever their age; a watch or an exact
 /// list from an older version gets 410 Expired.
 #[derive(Debug, Clone)]
-pub struct StoreOptions {
+pub(crate) struct StoreOptions {
     /// The most events retained per resource (the watch cache's upper bound, 100 Ki).
     pub history: usize,
     /// Events per resource retained whatever their age (the watch cache's lower bound, 100).
@@ -245,7 +246,7 @@ pub struct Store {
 }
 
 /// A write to commit.
-pub enum Write {
+pub(crate) enum Write {
     /// Create a new object (fails if one exists).
     Create(Value),
     /// Replace an existing object.
@@ -257,7 +258,7 @@ pub enum Write {
 
 impl Store {
     /// An empty store.
-    pub fn new(opts: StoreOptions) -> Self {
+    pub(crate) fn new(opts: StoreOptions) -> Self {
         Store {
             inner: RwLock::new(Inner {
                 rv: 1,
@@ -272,7 +273,7 @@ impl Store {
     }
 
     /// Changes how many events are retained per resource (at most `n`, whatever their age).
-    pub fn set_history(&self, n: usize) {
+    pub(crate) fn set_history(&self, n: usize) {
         let opts = {
             let mut o = self.opts.write();
             o.history = n;
@@ -292,20 +293,15 @@ impl Store {
         self.inner.read().rv
     }
 
-    /// The oldest resourceVersion from which a watch of every resource can still resume.
-    pub fn compacted_rv(&self) -> u64 {
-        self.inner.read().compacted_of(None)
-    }
-
     /// One object.
-    pub fn get(&self, resource: &StoreKey, key: &ObjKey) -> Option<Arc<StoredObject>> {
+    pub(crate) fn get(&self, resource: &StoreKey, key: &ObjKey) -> Option<Arc<StoredObject>> {
         self.inner.read().tables.get(resource)?.get(key).cloned()
     }
 
     /// Visits the objects of a resource in key order, starting after `after`, within a logical cluster
     /// (or all) and a namespace (or all); `f` returns false to stop. Returns the store's resourceVersion
     /// at the time of the scan.
-    pub fn scan(
+    pub(crate) fn scan(
         &self,
         resource: &StoreKey,
         cluster: Option<&str>,
@@ -322,7 +318,7 @@ impl Store {
     /// snapshot a paginated list keeps serving from its first page on, as etcd serves every page
     /// at the first page's revision. Returns the version the scan saw; [`StoreError::Expired`] when
     /// the history no longer reaches back to `at`.
-    pub fn scan_at(
+    pub(crate) fn scan_at(
         &self,
         resource: &StoreKey,
         at: Option<u64>,
@@ -416,17 +412,8 @@ impl Store {
         Ok(scanned)
     }
 
-    /// Number of objects of a resource (all clusters).
-    pub fn count(&self, resource: &StoreKey) -> usize {
-        self.inner
-            .read()
-            .tables
-            .get(resource)
-            .map_or(0, BTreeMap::len)
-    }
-
     /// The resources that have objects in a logical cluster.
-    pub fn resources_in(&self, cluster: &str) -> Vec<StoreKey> {
+    pub(crate) fn resources_in(&self, cluster: &str) -> Vec<StoreKey> {
         let inner = self.inner.read();
         inner
             .tables
@@ -442,7 +429,7 @@ impl Store {
 
     /// Commits one write atomically: checks the precondition, assigns the next resourceVersion (and
     /// writes it into the object), stores the bytes, records the event and fans it out.
-    pub fn commit(
+    pub(crate) fn commit(
         &self,
         resource: &StoreKey,
         key: &ObjKey,
@@ -534,7 +521,11 @@ impl Store {
     }
 
     /// Registers a watch.
-    pub fn watch(&self, filter: WatchFilter, start: WatchStart) -> Result<WatchStream, StoreError> {
+    pub(crate) fn watch(
+        &self,
+        filter: WatchFilter,
+        start: WatchStart,
+    ) -> Result<WatchStream, StoreError> {
         let cap = self.opts.read().watcher_queue.max(1);
         let mut inner = self.inner.write();
         let (tx, rx) = mpsc::channel(cap);
@@ -624,12 +615,12 @@ impl Store {
     }
 
     /// Ends every open watch (their streams close; clients re-watch).
-    pub fn drop_watchers(&self) {
+    pub(crate) fn drop_watchers(&self) {
         self.inner.write().watchers.clear();
     }
 
     /// Forgets the whole history: every resume from an earlier version now gets 410 Expired.
-    pub fn expire_history(&self) {
+    pub(crate) fn expire_history(&self) {
         let mut inner = self.inner.write();
         inner.history.clear();
         inner.compacted.clear();
@@ -637,7 +628,7 @@ impl Store {
     }
 
     /// Number of open watchers.
-    pub fn watcher_count(&self) -> usize {
+    pub(crate) fn watcher_count(&self) -> usize {
         let mut inner = self.inner.write();
         inner.watchers.retain(|w| !w.tx.is_closed());
         inner.watchers.len()

@@ -94,7 +94,7 @@ fn exact_json(v: &Value) -> Result<Bytes, StoreError> {
 
 impl StoredObject {
     /// Serializes an object and extracts its indexed fields.
-    pub fn build(key: ObjKey, rv: u64, v: &Value) -> Result<Self, StoreError> {
+    pub(crate) fn build(key: ObjKey, rv: u64, v: &Value) -> Result<Self, StoreError> {
         let bytes = exact_json(v)?;
         let meta = v.get("metadata");
         let str_of = |f: &str| {
@@ -153,7 +153,7 @@ impl StoredObject {
     }
 
     /// A label's value.
-    pub fn label(&self, key: &str) -> Option<&str> {
+    pub(crate) fn label(&self, key: &str) -> Option<&str> {
         self.labels
             .binary_search_by(|(k, _)| (**k).cmp(key))
             .ok()
@@ -161,7 +161,7 @@ impl StoredObject {
     }
 
     /// The object parsed back into a JSON value (for writes and conversions).
-    pub fn value(&self) -> Value {
+    pub(crate) fn value(&self) -> Value {
         // The bytes were produced by serde_json from a Value, so they always parse.
         serde_json::from_slice(&self.bytes).unwrap_or(Value::Null)
     }

@@ -81,12 +81,12 @@ impl Validator {
 }
 
 /// Validates a CustomResourceDefinition as kube-apiserver does on create and update.
-pub fn validate_crd(crd: &Value) -> Vec<Cause> {
+pub(crate) fn validate_crd(crd: &Value) -> Vec<Cause> {
     crate::schema::validate_crd(crd).iter().map(cause).collect()
 }
 
 /// Parses the `fieldValidation` query parameter (absent: `Warn`, as kube-apiserver).
-pub fn field_validation(param: Option<&str>) -> ApiResult<FieldValidation> {
+pub(crate) fn field_validation(param: Option<&str>) -> ApiResult<FieldValidation> {
     let p = param.unwrap_or("");
     FieldValidation::parse(p)
         .ok_or_else(|| ApiError::bad_request(FieldValidation::invalid_message(p)))

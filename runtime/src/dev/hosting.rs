@@ -1,30 +1,15 @@
 //! Where the simulated platform's clusters are served, and the handle tests get for each: a
 //! dedicated embedded cluster (own listener, storage, faults and counters), a logical cluster
-//! of one shared embedded shard, reached at `https://127.0.0.1:<port>/clusters/<name>`, or a
-//! real kube-apiserver ([`Hosting::KubeApiservers`]).
-//!
-//! Logical clusters are what make 10,000 tenants affordable: one listener, one store and one
-//! connection pool for all of them, while each keeps its own objects, RBAC and ServiceAccount
-//! tokens (the shard runs with kcp-style token scoping: a token works only in the logical
-//! cluster that minted it). What they share is the shard's fault injection and request counters;
-//! counters are labelled with the logical cluster's name, so [`ClusterHandle::requests`] still
-//! counts per cluster.
+//! of one shared embedded [`ClusterHost`] (what makes 10,000 tenants affordable; faults and
+//! counters are the host's, counters labelled per cluster, so [`ClusterHandle::requests`] still
+//! counts per cluster), or a real kube-apiserver ([`Hosting::KubeApiservers`]).
 
-use std::future::Future;
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::{Request, Response};
-use service_provider_apiserver::auth::{TokenIssuer, TokenIssuerConfig};
-use service_provider_apiserver::handler::response::error_response;
-use service_provider_apiserver::handler::{Body, Target};
-use service_provider_apiserver::metrics::CounterKey;
-use service_provider_apiserver::server::{Endpoint, Frontend};
-use service_provider_apiserver::shard::{LogicalClusterOptions, Shard, ShardOptions};
-use service_provider_apiserver::store::StoreOptions;
-use service_provider_apiserver::{ApiError, Cluster, ClusterOptions, Counters, Faults};
+use service_provider_apiserver::{
+    Cluster, ClusterHost, ClusterOptions, CounterKey, Counters, Faults,
+};
 
 use crate::dev::DevError;
 use crate::dev::realstack::{AuditReader, KubeApiserver};
@@ -61,44 +46,10 @@ impl Default for Hosting {
     }
 }
 
-/// Routes `/clusters/<name>/…` to the logical cluster `<name>` of the shared shard.
-struct HostFrontend {
-    shard: Arc<Shard>,
-}
-
-impl Frontend for HostFrontend {
-    fn serve(
-        &self,
-        req: Request<Bytes>,
-    ) -> Pin<Box<dyn Future<Output = Response<Body>> + Send + 'static>> {
-        let shard = self.shard.clone();
-        Box::pin(async move {
-            let path = req.uri().path().to_string();
-            let Some((cluster, rest)) = path
-                .strip_prefix("/clusters/")
-                .map(|p| p.split_once('/').map_or((p, "/"), |(c, r)| (c, r)))
-            else {
-                return error_response(&ApiError::no_route());
-            };
-            let Some(cluster) = shard.logical_cluster(cluster) else {
-                return error_response(&ApiError::not_found("", "clusters", cluster));
-            };
-            let rest = if rest.starts_with('/') {
-                rest.to_string()
-            } else {
-                format!("/{rest}")
-            };
-            let target = Target::new(shard.clone(), cluster.clone(), cluster);
-            service_provider_apiserver::handler::handle(target, req, &rest).await
-        })
-    }
-}
-
-/// The shared shard and listener behind logical-cluster hosting.
+/// The shared host behind logical-cluster hosting, with an admin client all its clusters'
+/// clients share a connection pool with.
 pub(crate) struct SharedHost {
-    shard: Arc<Shard>,
-    endpoint: Arc<Endpoint>,
-    ca_pem: String,
+    host: ClusterHost,
     /// Admin client for the host's base URL; per-cluster clients share its connection pool.
     admin: kube::Client,
     /// The shortest token lifetime a TokenRequest may ask for.
@@ -106,40 +57,15 @@ pub(crate) struct SharedHost {
 }
 
 impl SharedHost {
-    /// Starts the shared shard and its listener on 127.0.0.1; TokenRequests may ask for tokens
-    /// living `min_token_seconds` or longer.
+    /// Starts the shared host on 127.0.0.1; TokenRequests may ask for tokens living
+    /// `min_token_seconds` or longer.
     pub(crate) async fn start(name: &str, min_token_seconds: i64) -> Result<Arc<Self>, DevError> {
-        let tls = service_provider_apiserver::tls::tls()
-            .map_err(|e| DevError::Start(format!("TLS for the cluster host: {e}")))?;
-        let mut issuer = TokenIssuerConfig::kcp();
-        issuer.min_expiration_seconds = min_token_seconds;
-        let issuer = TokenIssuer::new(issuer)
-            .map_err(|e| DevError::Start(format!("token issuer of the cluster host: {e}")))?;
-        let opts = ShardOptions {
-            token_issuer: Some(Arc::new(issuer)),
-            store: StoreOptions::default(),
-            root_ca_pem: Some(tls.ca_pem.clone()),
-            // Tokens name their logical cluster and die outside it; bootstrap RBAC is shared by
-            // reference instead of copied into every logical cluster.
-            kcp: true,
-            ..ShardOptions::default()
-        };
-        let shard = Shard::new(name, opts);
-        shard.set_deployments_available(true);
-        let endpoint = Endpoint::bind(
-            std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
-            Some(tls.server.clone()),
-            Arc::new(HostFrontend {
-                shard: shard.clone(),
-            }),
-        )
-        .await
-        .map_err(|e| DevError::Start(format!("binding the cluster host: {e}")))?;
-        let admin = client_for(&endpoint.url(), shard.admin_token())?;
+        let host = ClusterHost::start(name, min_token_seconds)
+            .await
+            .map_err(|e| DevError::Start(format!("the cluster host: {e}")))?;
+        let admin = client_for(&host.url(), host.admin_token())?;
         Ok(Arc::new(SharedHost {
-            shard,
-            endpoint,
-            ca_pem: tls.ca_pem.clone(),
+            host,
             admin,
             min_token_seconds,
         }))
@@ -148,8 +74,8 @@ impl SharedHost {
     /// Adds a logical cluster with Kubernetes' initial namespaces.
     pub(crate) fn add(self: &Arc<Self>, name: &str) -> Result<ClusterHandle, DevError> {
         let lc = self
-            .shard
-            .add_logical_cluster(name, &LogicalClusterOptions::kubernetes())
+            .host
+            .add(name)
             .map_err(|e| DevError::Start(format!("logical cluster {name}: {}", e.message)))?;
         Ok(ClusterHandle {
             shut_down: Arc::default(),
@@ -162,7 +88,7 @@ impl SharedHost {
 
     /// Removes a logical cluster and everything in it.
     pub(crate) fn remove(&self, name: &str) {
-        self.shard.remove_logical_cluster(name);
+        self.host.remove(name);
     }
 }
 
@@ -344,7 +270,7 @@ impl ClusterHandle {
     pub fn url(&self) -> String {
         match &*self.inner {
             Backend::Dedicated(c) => c.url(),
-            Backend::Logical { host, name } => format!("{}/clusters/{name}", host.endpoint.url()),
+            Backend::Logical { host, name } => host.host.cluster_url(name),
             Backend::Real(c) => c.url.clone(),
         }
     }
@@ -353,7 +279,7 @@ impl ClusterHandle {
     pub fn ca_pem(&self) -> Option<&str> {
         match &*self.inner {
             Backend::Dedicated(c) => c.ca_pem(),
-            Backend::Logical { host, .. } => Some(&host.ca_pem),
+            Backend::Logical { host, .. } => Some(host.host.ca_pem()),
             Backend::Real(c) => Some(&c.ca_pem),
         }
     }
@@ -364,7 +290,7 @@ impl ClusterHandle {
     pub fn admin_token(&self) -> &str {
         match &*self.inner {
             Backend::Dedicated(c) => c.admin_token(),
-            Backend::Logical { host, .. } => host.shard.admin_token(),
+            Backend::Logical { host, .. } => host.host.admin_token(),
             Backend::Real(c) => &c.admin_token,
         }
     }
@@ -434,7 +360,7 @@ impl ClusterHandle {
     pub fn faults(&self) -> &Faults {
         match &*self.inner {
             Backend::Dedicated(c) => c.faults(),
-            Backend::Logical { host, .. } => host.shard.faults(),
+            Backend::Logical { host, .. } => host.host.faults(),
             Backend::Real(c) => embedded_only(&c.name, "fault injection"),
         }
     }
@@ -446,7 +372,7 @@ impl ClusterHandle {
     pub fn counters(&self) -> &Counters {
         match &*self.inner {
             Backend::Dedicated(c) => c.counters(),
-            Backend::Logical { host, .. } => host.shard.counters(),
+            Backend::Logical { host, .. } => host.host.counters(),
             Backend::Real(c) => c.counters(),
         }
     }
@@ -506,18 +432,6 @@ impl ClusterHandle {
         matches!(&*self.inner, Backend::Real(_))
     }
 
-    /// The shard serving this cluster.
-    ///
-    /// # Panics
-    /// On a real kube-apiserver, which is not an embedded shard.
-    pub fn shard(&self) -> &Arc<Shard> {
-        match &*self.inner {
-            Backend::Dedicated(c) => c.shard(),
-            Backend::Logical { host, .. } => &host.shard,
-            Backend::Real(c) => embedded_only(&c.name, "the embedded shard"),
-        }
-    }
-
     /// Stops serving this cluster and drops its objects (a logical cluster is removed from the
     /// shard; a dedicated one stops listening).
     pub(crate) async fn shut_down(&self) {
@@ -541,7 +455,7 @@ impl ClusterHandle {
 /// platform's): the embedded server's admin, a real kube-apiserver's client-certificate admin
 /// or its admin ServiceAccount.
 pub(crate) fn is_admin(user: &str) -> bool {
-    user == service_provider_apiserver::auth::user::KUBERNETES_ADMIN
+    user == service_provider_apiserver::KUBERNETES_ADMIN
         || user == crate::dev::realstack::ADMIN_USER
         || crate::dev::stand_ins::is_admin_account(user)
 }

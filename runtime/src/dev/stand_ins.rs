@@ -2,7 +2,7 @@
 //! real kube-apiservers ([`crate::dev::Hosting::KubeApiservers`]), as ordinary API clients: a
 //! workload's status as if every pod had become available (a Job as if it had completed, the
 //! status the embedded server's switch writes: one definition,
-//! [`service_provider_apiserver::controllers::deployment::available_workload_status`]), and a
+//! [`service_provider_apiserver::available_workload_status`]), and a
 //! namespace being deleted emptied and then finalized. No pod runs: envtest's clusters are the
 //! same, and a provider's tests wait for what it installed, not for containers.
 
@@ -21,7 +21,7 @@ use kube::api::{
 use kube::discovery::{Discovery, Scope, verbs};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
-use service_provider_apiserver::controllers::deployment::{WORKLOADS, available_workload_status};
+use service_provider_apiserver::{WORKLOADS, available_workload_status};
 use tokio::task::JoinHandle;
 
 /// The ServiceAccount (in [`ADMIN_NAMESPACE`]) whose token is a real cluster's admin token.
@@ -36,7 +36,7 @@ const NAMESPACE_RECHECK: Duration = Duration::from_millis(250);
 
 /// Whether `user` is the admin ServiceAccount [`admin_token`] mints tokens of.
 pub(crate) fn is_admin_account(user: &str) -> bool {
-    service_provider_apiserver::auth::user::parse_service_account_username(user)
+    service_provider_apiserver::parse_service_account_username(user)
         == Some((ADMIN_NAMESPACE, ADMIN_ACCOUNT))
 }
 

@@ -9,7 +9,7 @@
 //! subject index keeps them proportional to the bindings that name the user, not to all bindings.
 
 mod escalation;
-pub mod rules;
+pub(crate) mod rules;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -817,7 +817,7 @@ impl Rbac {
 
 /// kcp: the identity `user` has inside `cluster`: itself when in scope, else `system:anonymous`
 /// in `system:authenticated` (exposed for logging and reviews).
-pub fn effective_user<'a>(user: &'a UserInfo, cluster: &str) -> Cow<'a, UserInfo> {
+pub(crate) fn effective_user<'a>(user: &'a UserInfo, cluster: &str) -> Cow<'a, UserInfo> {
     match user.kcp_scope() {
         Some(scope) if !scope.iter().any(|c| c == cluster) => {
             let mut groups = vec![SYSTEM_AUTHENTICATED.to_string()];

@@ -30,7 +30,7 @@ impl Matcher {
 
 /// A [`PolicyRule`] ready for matching.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Rule {
+pub(crate) struct Rule {
     source: PolicyRule,
     verbs: Matcher,
     api_groups: Matcher,
@@ -42,7 +42,7 @@ pub struct Rule {
 
 impl Rule {
     /// Compiles a policy rule.
-    pub fn new(rule: &PolicyRule) -> Self {
+    pub(crate) fn new(rule: &PolicyRule) -> Self {
         let resources = rule.resources.clone().unwrap_or_default();
         Rule {
             verbs: Matcher::new(&rule.verbs),
@@ -56,12 +56,12 @@ impl Rule {
     }
 
     /// The rule as written.
-    pub fn policy_rule(&self) -> &PolicyRule {
+    pub(crate) fn policy_rule(&self) -> &PolicyRule {
         &self.source
     }
 
     /// Whether the rule allows the request.
-    pub fn allows(&self, attributes: &Attributes) -> bool {
+    pub(crate) fn allows(&self, attributes: &Attributes) -> bool {
         match attributes {
             Attributes::Resource(r) => {
                 self.verbs.matches(&r.verb)
@@ -104,7 +104,10 @@ impl Rule {
 /// Whether `labels` match a Kubernetes label selector (`matchLabels` and `matchExpressions` with
 /// `In`, `NotIn`, `Exists`, `DoesNotExist`). An empty selector matches everything, as in
 /// `metav1.LabelSelectorAsSelector`; an unknown operator matches nothing.
-pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+pub(crate) fn selector_matches(
+    selector: &LabelSelector,
+    labels: &BTreeMap<String, String>,
+) -> bool {
     let labels_ok = selector
         .match_labels
         .iter()

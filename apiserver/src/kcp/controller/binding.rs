@@ -19,9 +19,9 @@ use crate::storage::ClusterApi;
 use crate::store::StoreKey;
 
 /// The label kcp sets on an APIBinding with a hash of the export it references.
-pub const EXPORT_LABEL: &str = "internal.apis.kcp.io/export";
+pub(crate) const EXPORT_LABEL: &str = "internal.apis.kcp.io/export";
 /// The finalizer that keeps a binding until its bound objects are deleted.
-pub const FINALIZER: &str = "apis.kcp.io/apibinding-finalizer";
+pub(crate) const FINALIZER: &str = "apis.kcp.io/apibinding-finalizer";
 
 /// A permission claim a consumer accepted, as the virtual workspace checks it.
 #[derive(Debug, Clone)]
@@ -64,7 +64,7 @@ pub(crate) struct BoundEntry {
 }
 
 /// The prefix kcp gives users and groups when checking a maximal permission policy.
-pub const POLICY_PREFIX: &str = "apis.kcp.io:binding:";
+pub(crate) const POLICY_PREFIX: &str = "apis.kcp.io:binding:";
 
 /// kcp's maximal permission policy: a request on a resource bound from an export with
 /// `maximalPermissionPolicy.local` must also be allowed by RBAC in the export's workspace, for the

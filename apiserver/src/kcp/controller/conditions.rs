@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 /// How severe a False condition is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
+pub(crate) enum Severity {
     /// Something is wrong.
     Error,
     /// Waiting on something expected.
@@ -15,7 +15,7 @@ pub enum Severity {
 
 /// A condition to set.
 #[derive(Debug, Clone)]
-pub struct Cond<'a> {
+pub(crate) struct Cond<'a> {
     /// The type.
     pub type_: &'a str,
     /// True or False.
@@ -30,7 +30,7 @@ pub struct Cond<'a> {
 
 impl<'a> Cond<'a> {
     /// A True condition.
-    pub fn ok(type_: &'a str) -> Self {
+    pub(crate) fn ok(type_: &'a str) -> Self {
         Cond {
             type_,
             ok: true,
@@ -40,7 +40,12 @@ impl<'a> Cond<'a> {
         }
     }
     /// A False condition.
-    pub fn fail(type_: &'a str, reason: &'a str, severity: Severity, message: String) -> Self {
+    pub(crate) fn fail(
+        type_: &'a str,
+        reason: &'a str,
+        severity: Severity,
+        message: String,
+    ) -> Self {
         Cond {
             type_,
             ok: false,
@@ -53,7 +58,7 @@ impl<'a> Cond<'a> {
 
 /// Sets a condition in `status.conditions`, keeping `lastTransitionTime` when the status is the
 /// same.
-pub fn set(status: &mut Value, c: &Cond<'_>) {
+pub(crate) fn set(status: &mut Value, c: &Cond<'_>) {
     if !status.is_object() {
         *status = json!({});
     }
@@ -104,7 +109,7 @@ pub fn set(status: &mut Value, c: &Cond<'_>) {
 }
 
 /// The status of a condition, if present.
-pub fn is_true(status: &Value, type_: &str) -> Option<bool> {
+pub(crate) fn is_true(status: &Value, type_: &str) -> Option<bool> {
     status
         .get("conditions")?
         .as_array()?

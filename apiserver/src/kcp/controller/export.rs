@@ -15,9 +15,9 @@ use crate::kcp::server::KcpInner;
 use crate::storage;
 
 /// The namespace of identity Secrets in the export's workspace.
-pub const IDENTITY_NAMESPACE: &str = "kcp-system";
+pub(crate) const IDENTITY_NAMESPACE: &str = "kcp-system";
 /// The annotation that turns off the automatic endpoint slice.
-pub const SKIP_ENDPOINTSLICE_ANNOTATION: &str = "apiexports.apis.kcp.io/skip-endpointslice";
+pub(crate) const SKIP_ENDPOINTSLICE_ANNOTATION: &str = "apiexports.apis.kcp.io/skip-endpointslice";
 
 fn forget_identity(inner: &KcpInner, key: &ExportKey) {
     let mut st = inner.state.lock();

@@ -6,11 +6,11 @@
 //! Per-workspace cost is kept flat: no per-workspace tasks or watches, only entries in the
 //! installation's indexes.
 
-pub mod binding;
-pub mod conditions;
-pub mod export;
-pub mod slice;
-pub mod workspace;
+pub(crate) mod binding;
+pub(crate) mod conditions;
+pub(crate) mod export;
+pub(crate) mod slice;
+pub(crate) mod workspace;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Weak};

@@ -18,9 +18,9 @@ use crate::kcp::server::KcpInner;
 use crate::shard::{LogicalClusterOptions, Shard};
 
 /// The annotation kcp's scheduler puts on a Workspace naming the shard it was placed on.
-pub const SHARD_ANNOTATION: &str = "internal.tenancy.kcp.io/shard";
+pub(crate) const SHARD_ANNOTATION: &str = "internal.tenancy.kcp.io/shard";
 /// The finalizer that keeps a Workspace until its logical cluster is gone.
-pub const LOGICALCLUSTER_FINALIZER: &str = "core.kcp.io/logicalcluster";
+pub(crate) const LOGICALCLUSTER_FINALIZER: &str = "core.kcp.io/logicalcluster";
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
     v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
