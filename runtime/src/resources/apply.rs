@@ -1077,6 +1077,8 @@ impl ApplySet {
         let mut report = DeleteReport::default();
         // Present members and whether their deletion has started; gone ones drop out.
         let mut present: HashMap<MemberRef, bool> = HashMap::new();
+        // What the server says holds a member's deletion, where it says so.
+        let mut holding: HashMap<MemberRef, String> = HashMap::new();
         for entry in &members {
             let (t, r) = entry;
             let live = r
@@ -1091,6 +1093,9 @@ impl ApplySet {
             match live {
                 Some(o) if r.orphan && !has_set_label(&o) => report.orphaned.push(r.member.clone()),
                 Some(o) => {
+                    if let Some(why) = deletion_held_by(&o) {
+                        holding.insert(key(entry), why);
+                    }
                     present.insert(key(entry), o.metadata.deletion_timestamp.is_some());
                 }
                 None => report.deleted.push(r.member.clone()),
@@ -1156,7 +1161,10 @@ impl ApplySet {
                     })
             });
             let message = match (deleting, waiting_for) {
-                (true, _) => "being deleted".to_owned(),
+                (true, _) => match holding.get(&this) {
+                    Some(why) => format!("being deleted ({why})"),
+                    None => "being deleted".to_owned(),
+                },
                 (false, Some(other)) => format!("waiting for {other} to be deleted"),
                 (false, None) => "waiting to be deleted".to_owned(),
             };
@@ -1250,6 +1258,33 @@ fn set_id(name: &str, namespace: &str) -> String {
 
 fn same_records(a: &[Recorded], b: &[Recorded]) -> bool {
     a.len() == b.len() && a.iter().all(|x| b.contains(x))
+}
+
+/// What the server reports on an object being deleted about what its deletion waits for: a
+/// CustomResourceDefinition's `Terminating` condition (kube's CRD finalizer deleting the
+/// instances, or why it cannot), a namespace's deletion conditions. `reason: message` of the
+/// first that is true.
+fn deletion_held_by(object: &DynamicObject) -> Option<String> {
+    const HOLDING: &[&str] = &[
+        "Terminating",
+        "NamespaceDeletionDiscoveryFailure",
+        "NamespaceDeletionGroupVersionParsingFailure",
+        "NamespaceDeletionContentFailure",
+        "NamespaceContentRemaining",
+        "NamespaceFinalizersRemaining",
+    ];
+    object.metadata.deletion_timestamp.as_ref()?;
+    let conditions = object.data.get("status")?.get("conditions")?.as_array()?;
+    conditions.iter().find_map(|c| {
+        let field = |name: &str| c.get(name).and_then(serde_json::Value::as_str);
+        (HOLDING.contains(&field("type")?) && field("status")? == "True").then(|| {
+            match (field("reason"), field("message")) {
+                (Some(reason), Some(message)) => format!("{reason}: {message}"),
+                (Some(text), None) | (None, Some(text)) => text.to_owned(),
+                (None, None) => field("type").unwrap_or_default().to_owned(),
+            }
+        })
+    })
 }
 
 fn has_set_label(object: &DynamicObject) -> bool {
@@ -1603,6 +1638,49 @@ mod tests {
         assert_eq!(names, ["Namespace", "CustomResourceDefinition"]);
         let kinds: Vec<String> = set.members().iter().map(|m| m.kind.clone()).collect();
         assert_eq!(kinds, ["Namespace", "CustomResourceDefinition", "Backup"]);
+    }
+
+    #[test]
+    fn what_holds_a_deletion_is_what_the_server_says_on_the_object() {
+        let crd = |deleting: bool, conditions: Value| {
+            let mut object = json!({
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "restores.velero.io"},
+                "status": {"conditions": conditions},
+            });
+            if deleting {
+                object["metadata"]["deletionTimestamp"] = json!("2026-12-07T07:00:00Z");
+            }
+            dynamic(object)
+        };
+        let stuck = json!([
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted"},
+            {"type": "Terminating", "status": "True", "reason": "InstanceDeletionFailed",
+             "message": "could not list instances: storage is (re)initializing"},
+        ]);
+        assert_eq!(
+            deletion_held_by(&crd(true, stuck.clone())).as_deref(),
+            Some("InstanceDeletionFailed: could not list instances: storage is (re)initializing")
+        );
+        // Not being deleted, or the condition says nothing holds it: nothing to report.
+        assert_eq!(deletion_held_by(&crd(false, stuck)), None);
+        let done = json!([{"type": "Terminating", "status": "False", "reason": "InstanceDeletionCompleted"}]);
+        assert_eq!(deletion_held_by(&crd(true, done)), None);
+        let namespace = dynamic(json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "velero", "deletionTimestamp": "2026-12-07T07:00:00Z"},
+            "status": {"phase": "Terminating", "conditions": [
+                {"type": "NamespaceDeletionContentFailure", "status": "False"},
+                {"type": "NamespaceFinalizersRemaining", "status": "True",
+                 "reason": "SomeFinalizersRemain", "message": "Some content in the namespace has finalizers remaining: velero.io/backup in 1 resource instances"},
+            ]},
+        }));
+        assert_eq!(
+            deletion_held_by(&namespace).as_deref(),
+            Some(
+                "SomeFinalizersRemain: Some content in the namespace has finalizers remaining: velero.io/backup in 1 resource instances"
+            )
+        );
     }
 
     #[test]
