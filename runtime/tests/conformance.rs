@@ -301,6 +301,8 @@ fn normalise_map(map: serde_json::Map<String, Value>) -> Value {
             .map(|(key, value)| {
                 let value = if VARYING.contains(&key.as_str()) && !value.is_null() {
                     Value::String("<varies>".into())
+                } else if key == "managedFields" {
+                    normalise_managed_fields(value)
                 } else {
                     normalise(value)
                 };
@@ -308,6 +310,24 @@ fn normalise_map(map: serde_json::Map<String, Value>) -> Value {
             })
             .collect(),
     )
+}
+
+/// kube-apiserver orders managedFields by operation, then by the second each entry was written
+/// in, then by manager (apimachinery `util/managedfields/internal/managedfields.go:194-221`), as
+/// the embedded server does. Two writes a moment apart fall in one second on one server and in
+/// two on the other, so with the times masked the order compared is the one without them.
+fn normalise_managed_fields(value: Value) -> Value {
+    match normalise(value) {
+        Value::Array(mut entries) => {
+            let field =
+                |entry: &Value, name: &str| entry[name].as_str().unwrap_or_default().to_owned();
+            entries.sort_by_key(|entry| {
+                ["operation", "manager", "apiVersion", "subresource"].map(|name| field(entry, name))
+            });
+            Value::Array(entries)
+        }
+        other => other,
+    }
 }
 
 /// Messages quote resourceVersions and uids ("the ResourceVersion in the precondition (5)",
