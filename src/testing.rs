@@ -525,6 +525,69 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         self
     }
 
+    /// `--leader-elect`: the provider campaigns for its Lease before it reconciles, as its
+    /// replicas do in production, with Lease timings short enough for a test (a 4 s Lease,
+    /// renewed every second): once the leader stops, a [replica](TestPlatform::start_replica)
+    /// takes over within seconds. The provider the platform starts holds the Lease as
+    /// `replica-0`, replicas as `replica-1`, `replica-2`, ….
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    ///     .leader_election()
+    ///     .start()
+    ///     .await?;
+    /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "greeting": "world" })).await?;
+    /// tenant.wait_ready().await?;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub fn leader_election(mut self) -> Self {
+        self.run.leader_election.get_or_insert(None);
+        self
+    }
+
+    /// `--leader-election-id`: the name of standard mode's Lease, e.g. a Go provider's
+    /// `LeaderElectionID` when taking over from it, so the two never reconcile at once. Turns
+    /// on [leader election](Self::leader_election).
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    ///     .leader_election_id("hello.services.open-control-plane.io")
+    ///     .start()
+    ///     .await?;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub fn leader_election_id(mut self, id: impl Into<String>) -> Self {
+        self.run.leader_election = Some(Some(id.into()));
+        self
+    }
+
+    /// `--metrics-bind-address` and `--health-probe-bind-address`: the provider serves
+    /// `/metrics`, `/healthz` and `/readyz` over HTTP as in its pod, on free ports of 127.0.0.1
+    /// that [`TestPlatform::endpoints`] names.
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    ///     .serve_endpoints()
+    ///     .start()
+    ///     .await?;
+    /// let endpoints = platform.endpoints().expect("served");
+    /// println!("scrape http://{}/metrics", endpoints.metrics);
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub fn serve_endpoints(mut self) -> Self {
+        self.run.serve_endpoints = true;
+        self
+    }
+
     /// Starts the simulated platform with the provider installed as `init` leaves it (CRDs,
     /// ProviderConfig, ServiceProvider, its platform identity), and the provider running in
     /// this process in the chosen modes. Needs a multi-threaded tokio runtime
@@ -625,15 +688,20 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
             runtime: None,
             run: self.run,
             modes,
+            replicas: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 }
 
 /// How the provider runs: the binary's flags a test may set.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct RunSettings {
     concurrency: Option<usize>,
     reconcile_timeout: Option<Duration>,
+    /// `--leader-elect`, with standard mode's Lease name when given.
+    leader_election: Option<Option<String>>,
+    /// `--metrics-bind-address` and `--health-probe-bind-address` on free local ports.
+    serve_endpoints: bool,
 }
 
 /// What tenants and clusters share with their platform.
@@ -664,6 +732,8 @@ pub struct TestPlatform<P: Reconcile> {
     runtime: Option<Runtime<P>>,
     run: RunSettings,
     modes: Vec<Mode>,
+    /// Replicas started so far, which names the next one.
+    replicas: std::sync::atomic::AtomicUsize,
 }
 
 impl<P: Reconcile> fmt::Debug for TestPlatform<P> {
@@ -1002,9 +1072,74 @@ impl<P: Reconcile> TestPlatform<P> {
     pub async fn start_provider(&mut self) -> Result<(), TestError> {
         if self.runtime.is_some() {
             return Err(TestError::Usage(
-                "the provider is already running: TestPlatform::start_provider is for a platform started with TestPlatformBuilder::start_without_provider".into(),
+                "the provider is already running: TestPlatform::start_provider is for a platform started with TestPlatformBuilder::start_without_provider, or after TestPlatform::stop_provider".into(),
             ));
         }
+        self.runtime = Some(self.start_runtime("replica-0").await?);
+        Ok(())
+    }
+
+    /// Stops the provider [started](Self::start_provider) with the platform, as a pod's
+    /// SIGTERM would (running reconciles finish, its Lease is released); the platform, its
+    /// tenants and any [replica](Self::start_replica) go on. `start_provider` starts it again.
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let mut platform = service_provider::testing::TestPlatform::<Hello>::start().await?;
+    /// platform.stop_provider().await?;
+    /// // A tenant created while no provider runs is served once one starts.
+    /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "greeting": "world" })).await?;
+    /// platform.start_provider().await?;
+    /// tenant.wait_ready().await?;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub async fn stop_provider(&mut self) -> Result<(), TestError> {
+        let runtime = self.runtime.take().ok_or_else(|| {
+            TestError::Usage(
+                "the provider is not running: TestPlatform::stop_provider stops the provider TestPlatformBuilder::start or TestPlatform::start_provider started".into(),
+            )
+        })?;
+        stop_runtime(runtime, self.shared.timeout).await;
+        Ok(())
+    }
+
+    /// Starts another replica of the provider in this process, as a second pod of its
+    /// Deployment: the same flags, its own identity. With
+    /// [leader election](TestPlatformBuilder::leader_election) only the Lease holder reconciles
+    /// and a replica takes over when the leader stops; without it, both reconcile.
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let mut platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    ///     .leader_election()
+    ///     .start()
+    ///     .await?;
+    /// let standby = platform.start_replica().await?;
+    /// platform.stop_provider().await?;
+    /// // The standby takes the Lease and serves what comes next.
+    /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "greeting": "world" })).await?;
+    /// tenant.wait_ready().await?;
+    /// standby.stop().await;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub async fn start_replica(&self) -> Result<Replica<P>, TestError> {
+        let n = self
+            .replicas
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        Ok(Replica {
+            runtime: Some(self.start_runtime(&format!("replica-{n}")).await?),
+            timeout: self.shared.timeout,
+        })
+    }
+
+    /// Starts the provider once more in this process, in the platform's modes, under its
+    /// generated RBAC, as the replica `identity`.
+    async fn start_runtime(&self, identity: &str) -> Result<Runtime<P>, TestError> {
         let env = &self.shared.env;
         let provider = env.provider().ok_or_else(|| {
             TestError::Start("the simulated platform installed no provider".into())
@@ -1019,6 +1154,22 @@ impl<P: Reconcile> TestPlatform<P> {
             options.concurrency = reconciles;
         }
         options.reconcile.timeout = self.run.reconcile_timeout;
+        if self.run.serve_endpoints {
+            let any_port = Some(std::net::SocketAddr::from((
+                std::net::Ipv4Addr::LOCALHOST,
+                0,
+            )));
+            options.metrics_addr = any_port;
+            options.health_addr = any_port;
+        }
+        if let Some(lease) = &self.run.leader_election {
+            options.leader_elect = true;
+            options.leader_election_id.clone_from(lease);
+            options.leader.identity = identity.to_owned();
+            options.leader.lease_duration = Duration::from_secs(4);
+            options.leader.renew_deadline = Duration::from_secs(3);
+            options.leader.retry_period = Duration::from_secs(1);
+        }
         let mut runtime = Runtime::<P>::start(platform_client, options)
             .await
             .map_err(|e| TestError::Start(format!("the provider: {e}")))?;
@@ -1038,8 +1189,7 @@ impl<P: Reconcile> TestPlatform<P> {
                 .await
                 .map_err(|e| TestError::Start(format!("kcp mode: {e}")))?;
         }
-        self.runtime = Some(runtime);
-        Ok(())
+        Ok(runtime)
     }
 
     /// The provider's metrics in the Prometheus text format, as its `/metrics` serves them:
@@ -1097,14 +1247,16 @@ impl<P: Reconcile> TestPlatform<P> {
     /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn metric(&self, series: &str) -> Option<f64> {
-        let metrics = self.metrics().ok()?;
-        metrics.lines().find_map(|line| {
-            line.strip_prefix(series)?
-                .strip_prefix(' ')?
-                .split(' ')
-                .next()?
-                .parse()
-                .ok()
+        series_value(&self.metrics().ok()?, series)
+    }
+
+    /// Where the running provider serves its metrics and probes, with
+    /// [`serve_endpoints`](TestPlatformBuilder::serve_endpoints); `None` otherwise.
+    pub fn endpoints(&self) -> Option<Endpoints> {
+        let runtime = self.runtime.as_ref()?;
+        Some(Endpoints {
+            metrics: runtime.metrics_addr()?,
+            health: runtime.health_addr()?,
         })
     }
 
@@ -1172,11 +1324,84 @@ impl<P: Reconcile> TestPlatform<P> {
     /// ```
     pub async fn stop(mut self) {
         if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown();
-            // A reconcile stuck in the author's code must not hang the test forever.
-            let _ = tokio::time::timeout(self.shared.timeout, runtime.wait()).await;
+            stop_runtime(runtime, self.shared.timeout).await;
         }
         self.shared.env.stop();
+    }
+}
+
+/// Stops a provider as SIGTERM does and waits for it, at most `timeout`: a reconcile stuck in
+/// the author's code must not hang the test forever.
+async fn stop_runtime<P: Reconcile>(runtime: Runtime<P>, timeout: Duration) {
+    runtime.shutdown();
+    let _ = tokio::time::timeout(timeout, runtime.wait()).await;
+}
+
+/// The value of `series` (`name{labels}`) in metrics in the Prometheus text format.
+fn series_value(metrics: &str, series: &str) -> Option<f64> {
+    metrics.lines().find_map(|line| {
+        line.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .split(' ')
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+/// Where a provider started with [`TestPlatformBuilder::serve_endpoints`] serves HTTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoints {
+    /// `/metrics`, in the Prometheus text format.
+    pub metrics: std::net::SocketAddr,
+    /// `/healthz` and `/readyz`.
+    pub health: std::net::SocketAddr,
+}
+
+/// Another replica of the provider, from [`TestPlatform::start_replica`]. Dropping it stops
+/// it (without waiting for running reconciles; [`stop`](Self::stop) waits).
+pub struct Replica<P: Reconcile> {
+    runtime: Option<Runtime<P>>,
+    timeout: Duration,
+}
+
+impl<P: Reconcile> fmt::Debug for Replica<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Replica")
+            .field("provider", &P::INFO.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Reconcile> Replica<P> {
+    /// This replica's metrics in the Prometheus text format (see [`TestPlatform::metrics`]).
+    pub fn metrics(&self) -> String {
+        self.runtime
+            .as_ref()
+            .map(|runtime| runtime.metrics().encode())
+            .unwrap_or_default()
+    }
+
+    /// The value of one series of this replica's metrics (see [`TestPlatform::metric`]): with
+    /// leader election, a standby counts no reconcile until it leads.
+    pub fn metric(&self, series: &str) -> Option<f64> {
+        series_value(&self.metrics(), series)
+    }
+
+    /// Stops this replica as a pod's SIGTERM would: running reconciles finish and its Lease is
+    /// released.
+    pub async fn stop(mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            stop_runtime(runtime, self.timeout).await;
+        }
+    }
+}
+
+impl<P: Reconcile> Drop for Replica<P> {
+    fn drop(&mut self) {
+        if let Some(runtime) = &self.runtime {
+            runtime.shutdown();
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use service_provider::prelude::*;
 use service_provider::testing::{TestError, eventually};
 use service_provider_runtime::openmcp::naming::request_labels;
 
-use crate::common;
+use crate::support;
 
 /// A provider with the default (least-privilege) MCP grant.
 #[service_provider(
@@ -75,7 +75,7 @@ async fn go_access_request(
     ars.create(&PostParams::default(), &go_ar)
         .await
         .expect("the Go provider's AccessRequest");
-    let granted = common::wait(&ars, &name, |o: Option<&AccessRequest>| {
+    let granted = support::wait(&ars, &name, |o: Option<&AccessRequest>| {
         o.is_some_and(AccessRequest::is_ready)
     })
     .await
@@ -88,7 +88,7 @@ async fn a_go_access_request_is_adopted_without_a_write_and_never_widens_the_gra
 -> Result<(), TestError> {
     const SAME: &str = "tenant-same";
     const WIDER: &str = "tenant-wider";
-    let platform = common::platform::<Adoptee>(json!({ "pollInterval": "1m" }))
+    let platform = support::platform::<Adoptee>(json!({ "pollInterval": "1m" }))
         .start()
         .await?;
     // The ControlPlanes first: the Go provider's requests live in their platform namespaces,
@@ -144,7 +144,7 @@ async fn a_go_access_request_is_adopted_without_a_write_and_never_widens_the_gra
     // the platform granted that (a new generation, observed).
     let name = wider.metadata.name.clone().unwrap();
     let before = wider.metadata.generation;
-    let narrowed = common::wait(&wider_ars, &name, move |o: Option<&AccessRequest>| {
+    let narrowed = support::wait(&wider_ars, &name, move |o: Option<&AccessRequest>| {
         o.is_some_and(|ar| ar.is_ready() && ar.metadata.generation > before)
     })
     .await
@@ -164,7 +164,7 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
 -> Result<(), TestError> {
     const NS: &str = "project-bad--ws-a";
     let names: Vec<String> = (0..11).map(|i| format!("tenant-{i}")).collect();
-    let mut platform = common::platform::<Adoptee>(json!({ "pollInterval": "1m" }))
+    let mut platform = support::platform::<Adoptee>(json!({ "pollInterval": "1m" }))
         .modes([Mode::Standard])
         .start_without_provider()
         .await?;
@@ -200,7 +200,7 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
     let resource = ApiResource::erase::<Adoptee>(&());
     let objects: Api<DynamicObject> =
         Api::namespaced_with(platform.onboarding().client(), NS, &resource);
-    eventually("the looser schema to take it", common::TIMEOUT, || async {
+    eventually("the looser schema to take it", support::TIMEOUT, || async {
         let mut object = DynamicObject::new(&bad.name, &resource).within(NS);
         object.data = json!({ "spec": { "value": 42 } });
         objects.create(&PostParams::default(), &object).await.ok()
@@ -224,7 +224,7 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
     let resource = ApiResource::erase::<Adoptee>(&());
     let raw: Api<DynamicObject> =
         Api::namespaced_with(platform.onboarding().client(), NS, &resource);
-    let reported = eventually("the broken object's status", common::TIMEOUT, || async {
+    let reported = eventually("the broken object's status", support::TIMEOUT, || async {
         let o = raw.get(&names[0]).await.ok()?;
         let conditions = o.data["status"]["conditions"].as_array()?;
         conditions
@@ -245,7 +245,7 @@ async fn one_undecodable_object_is_reported_on_itself_and_the_rest_reach_ready()
     assert_eq!(reported.data["status"]["phase"], "Progressing");
     // And as a Warning Event about it.
     let events: Api<Event> = Api::namespaced(platform.onboarding().client(), NS);
-    eventually("the InvalidObject Event", common::TIMEOUT, || async {
+    eventually("the InvalidObject Event", support::TIMEOUT, || async {
         events
             .list(&ListParams::default())
             .await

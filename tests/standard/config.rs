@@ -10,7 +10,7 @@ use service_provider::Mode;
 use service_provider::kube::api::{Patch, PatchParams};
 use service_provider::testing::{TestError, eventually, is_ready, ready_reason, reason};
 
-use crate::common::{self, TIMEOUT};
+use crate::support::{self, TIMEOUT};
 use crate::velero::Velero;
 
 const NAMESPACE: &str = "project-config--ws-a";
@@ -18,9 +18,9 @@ const NAMESPACE: &str = "project-config--ws-a";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_version_is_reported_not_retried_and_healed_by_the_provider_config()
 -> Result<(), TestError> {
-    let mut config = common::velero_config();
+    let mut config = crate::velero_config();
     config["pollInterval"] = json!("1s");
-    let platform = common::platform::<Velero>(&config)
+    let platform = support::platform::<Velero>(&config)
         .modes([Mode::Standard])
         .start()
         .await?;
@@ -111,8 +111,8 @@ async fn invalid_version_is_reported_not_retried_and_healed_by_the_provider_conf
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_config_change_reconciles_every_object() -> Result<(), TestError> {
-    let mut config = common::velero_config();
-    let platform = common::platform::<Velero>(&config)
+    let mut config = crate::velero_config();
+    let platform = support::platform::<Velero>(&config)
         .modes([Mode::Standard])
         .start()
         .await?;
@@ -161,7 +161,7 @@ async fn a_provider_config_change_reconciles_every_object() -> Result<(), TestEr
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operation_annotation_pauses_and_forces_reconciles() -> Result<(), TestError> {
-    let platform = common::platform::<Velero>(common::velero_config())
+    let platform = support::platform::<Velero>(crate::velero_config())
         .modes([Mode::Standard])
         .start()
         .await?;

@@ -12,9 +12,9 @@ use service_provider::kube::api::{ApiResource, DynamicObject, ListParams, PostPa
 use service_provider::kube::core::GroupVersionKind;
 use service_provider::testing::{TestError, TestPlatform, eventually};
 
-use crate::common::{self, TIMEOUT};
 use crate::hello::Hello;
 use crate::process::{Deployed, Operated, tempdir};
+use crate::support::{self, TIMEOUT};
 use crate::widget::{Size, Widget, WidgetSpec};
 
 const CRD: &str = "widgets.widgets.versions.test";
@@ -90,7 +90,7 @@ fn stored_versions(crd: CustomResourceDefinition) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
-    common::logs();
+    support::logs();
     let env = TestEnv::builder()
         .provider::<Widget>()
         .provider_name("widget")
@@ -125,7 +125,7 @@ async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
     assert!(stderr.contains("--webhooks-base-url"), "{stderr}");
     assert!(stderr.contains("WEBHOOK_SERVICE_NAME"), "{stderr}");
 
-    let port = common::free_port();
+    let port = support::free_port();
     init(&operated, port).await;
     // The certificate Secret, made once, is what the CRD trusts.
     let secret = Api::<Secret>::namespaced(env.platform().client(), env.pod_namespace())
@@ -270,7 +270,7 @@ async fn the_test_kit_serves_the_conversion_webhook() -> Result<(), TestError> {
 /// stored versions, and no field was lost, read at either version.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hellos_stored_at_v1alpha1_are_migrated_to_v1alpha2_losing_nothing() {
-    common::logs();
+    support::logs();
     let env = TestEnv::builder()
         .provider::<Hello>()
         .provider_name("hello")
@@ -313,7 +313,7 @@ async fn hellos_stored_at_v1alpha1_are_migrated_to_v1alpha2_losing_nothing() {
     .unwrap();
 
     let operated = Operated::new("hello", &env);
-    let port = common::free_port();
+    let port = support::free_port();
     init(&operated, port).await;
     assert_eq!(
         stored_versions(

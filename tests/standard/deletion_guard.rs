@@ -10,15 +10,15 @@ use service_provider::Mode;
 use service_provider::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use service_provider::testing::{Tenant, TestError, reason};
 
-use crate::common;
+use crate::support;
 use crate::testkit::{Backup, BackupSpec};
 use crate::velero::Velero;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_holds_the_uninstall_until_it_is_deleted_in_both_modes() -> Result<(), TestError> {
-    let mut config = common::velero_config();
+    let mut config = crate::velero_config();
     config["pollInterval"] = json!("10m");
-    let platform = common::platform::<Velero>(config)
+    let platform = support::platform::<Velero>(config)
         .modes([Mode::Standard, Mode::Kcp])
         .timeout(Duration::from_secs(30))
         .start()

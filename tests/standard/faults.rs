@@ -15,8 +15,8 @@ use service_provider::kube::api::{DeleteParams, ListParams};
 use service_provider::openmcp::{AccessRequest, ClusterRequest};
 use service_provider_apiserver::{FaultRule, Faults};
 
-use crate::common::{self, TIMEOUT};
 use crate::flaky::Flaky;
+use crate::support::{self, TIMEOUT};
 use crate::velero::Velero;
 use service_provider::Mode;
 use service_provider::testing::{TestError, eventually, ready_reason};
@@ -29,7 +29,7 @@ const OBJECTS: usize = 100;
 fn faults_on(env: &TestEnv, on: bool) {
     let clusters = [env.platform().clone(), env.onboarding().clone()]
         .into_iter()
-        .chain(env.mcp(&env.control_planes()[0]))
+        .chain(env.mcp(&ControlPlaneRef::new(NAMESPACE, "tenant-000")))
         .chain(env.workload_clusters());
     let mut seen: Vec<*const Faults> = Vec::new();
     for cluster in clusters {
@@ -56,7 +56,7 @@ async fn stuck(env: &TestEnv, veleros: &Api<Velero>) -> String {
     let not_ready: Vec<String> = list
         .items
         .iter()
-        .filter(|o| !common::ready(Some(*o)))
+        .filter(|o| !support::ready(Some(*o)))
         .map(|o| {
             format!(
                 "{} (generation {:?}, status {:?})",
@@ -87,15 +87,28 @@ async fn stuck(env: &TestEnv, veleros: &Api<Velero>) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
+async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() -> Result<(), TestError> {
     let names: Vec<String> = (0..OBJECTS).map(|i| format!("tenant-{i:03}")).collect();
-    let cps: Vec<(&str, &str)> = names.iter().map(|n| (NAMESPACE, n.as_str())).collect();
-    let mut config = common::velero_config();
+    let mut config = crate::velero_config();
     config["pollInterval"] = json!("10m");
-    let env = common::env::<Velero>(config, &cps).await;
-    let runtime = common::start::<Velero>(&env, |_| {}).await;
+    let mut platform = support::platform::<Velero>(config)
+        .modes([Mode::Standard])
+        .start_without_provider()
+        .await?;
+    // The ControlPlanes and their MCPs are there before the provider starts.
+    let cps: Vec<ControlPlaneRef> = names
+        .iter()
+        .map(|name| ControlPlaneRef::new(NAMESPACE, name))
+        .collect();
+    platform.env().create_control_planes(&cps, 8).await?;
+    platform
+        .env()
+        .wait_control_planes_ready(&cps, TIMEOUT)
+        .await?;
+    platform.start_provider().await?;
+    let env = platform.env();
 
-    faults_on(&env, true);
+    faults_on(env, true);
     // Watches dropped every 2 s for the whole run.
     let dropping = Arc::new(AtomicBool::new(true));
     let dropper = tokio::spawn({
@@ -115,33 +128,31 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
     });
 
     futures::stream::iter(names.iter())
-        .for_each_concurrent(8, |name| {
-            let env = &env;
-            async move {
-                let cp = ControlPlaneRef::new(NAMESPACE, name);
-                eventually("creating an object under faults", TIMEOUT, || async {
-                    let created = tokio::spawn({
-                        let api = common::objects::<Velero>(env, &cp);
-                        let obj: Velero = serde_json::from_value(json!({
-                            "apiVersion": "velero.services.open-control-plane.io/v1alpha1",
-                            "kind": "Velero",
-                            "metadata": { "name": cp.name, "namespace": cp.namespace },
-                            "spec": { "version": "1.15.0" },
-                        }))
-                        .unwrap();
-                        async move { api.create(&Default::default(), &obj).await }
-                    })
-                    .await
+        .for_each_concurrent(8, |name| async move {
+            let cp = ControlPlaneRef::new(NAMESPACE, name);
+            eventually("creating an object under faults", TIMEOUT, || async {
+                let created = tokio::spawn({
+                    let api: Api<Velero> =
+                        Api::namespaced(env.onboarding().client(), &cp.namespace);
+                    let obj: Velero = serde_json::from_value(json!({
+                        "apiVersion": "velero.services.open-control-plane.io/v1alpha1",
+                        "kind": "Velero",
+                        "metadata": { "name": cp.name, "namespace": cp.namespace },
+                        "spec": { "version": "1.15.0" },
+                    }))
                     .unwrap();
-                    match created {
-                        Ok(_) => Some(()),
-                        Err(service_provider::kube::Error::Api(s)) if s.code == 409 => Some(()),
-                        Err(_) => None,
-                    }
+                    async move { api.create(&Default::default(), &obj).await }
                 })
                 .await
                 .unwrap();
-            }
+                match created {
+                    Ok(_) => Some(()),
+                    Err(service_provider::kube::Error::Api(s)) if s.code == 409 => Some(()),
+                    Err(_) => None,
+                }
+            })
+            .await
+            .unwrap();
         })
         .await;
 
@@ -154,7 +165,7 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
         .unwrap();
 
     let veleros: Api<Velero> = Api::namespaced(env.onboarding().client(), NAMESPACE);
-    let all_ready = common::eventually_explained(
+    let all_ready = support::eventually_explained(
         "100 objects to become Ready under faults",
         Duration::from_secs(240),
         || {
@@ -164,12 +175,12 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
                 let ready = list
                     .items
                     .iter()
-                    .filter(|o| common::ready(Some(*o)))
+                    .filter(|o| support::ready(Some(*o)))
                     .count();
                 (ready == OBJECTS).then_some(ready)
             }
         },
-        || stuck(&env, &veleros),
+        || stuck(env, &veleros),
     )
     .await;
     assert_eq!(all_ready, OBJECTS);
@@ -202,7 +213,7 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
     .unwrap();
     dropping.store(false, Ordering::Release);
     let _ = dropper.await;
-    faults_on(&env, false);
+    faults_on(env, false);
 
     // Nothing left behind: no access requests of the provider, no worker namespaces.
     let selector = ListParams::default().labels("openmcp.cloud/managed-by=velero");
@@ -236,12 +247,13 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() {
         .await
         .unwrap();
     }
-    common::stop(runtime).await;
+    platform.stop().await;
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_fails_one_reconcile_not_the_process() -> Result<(), TestError> {
-    let platform = common::platform::<Flaky>(json!({}))
+    let platform = support::platform::<Flaky>(json!({}))
         .modes([Mode::Standard])
         .start()
         .await?;

@@ -17,7 +17,7 @@ use service_provider::openmcp::{AccessRequest, ClusterRequest};
 use service_provider::testing::{Tenant, TestError, TestPlatform, eventually};
 use service_provider::{Mode, ResourcePhase};
 
-use crate::common;
+use crate::support;
 use crate::velero::Velero;
 
 /// Go's `InstancePhase` constants (service-provider-velero `api/v1alpha1/velero_types.go:33-39`).
@@ -32,9 +32,9 @@ const GO_RESOURCE_PHASES: [&str; 6] = [
 
 /// A Velero platform whose ProviderConfig polls every `poll`.
 async fn platform(poll: &str) -> Result<TestPlatform<Velero>, TestError> {
-    let mut config = common::velero_config();
+    let mut config = crate::velero_config();
     config["pollInterval"] = json!(poll);
-    common::platform::<Velero>(config)
+    support::platform::<Velero>(config)
         .modes([Mode::Standard])
         .start()
         .await
@@ -251,7 +251,7 @@ async fn an_unreadable_status_is_rewritten_and_does_not_hold_a_deletion() -> Res
     } });
     // kube-apiserver swaps a CRD's schema a moment after the CRD changes: until then the write
     // is still checked against the old one (422).
-    eventually("the looser schema to take it", common::TIMEOUT, || async {
+    eventually("the looser schema to take it", support::TIMEOUT, || async {
         raw.patch_status(
             tenant.name(),
             &PatchParams::default(),
@@ -282,7 +282,7 @@ async fn an_unreadable_status_is_rewritten_and_does_not_hold_a_deletion() -> Res
         .expect("the annotation is set");
     let replaced = eventually(
         "the unreadable status to be replaced",
-        common::TIMEOUT,
+        support::TIMEOUT,
         || async {
             let o = raw.get(tenant.name()).await.ok()?;
             let status = &o.data["status"];
@@ -333,7 +333,7 @@ async fn an_unreadable_spec_is_reported_and_its_deletion_still_gives_access_back
     loosen(&platform, "spec").await;
     let raw = raw(&platform, &tenant);
     // As above: written once kube-apiserver checks with the looser schema.
-    eventually("the looser schema to take it", common::TIMEOUT, || async {
+    eventually("the looser schema to take it", support::TIMEOUT, || async {
         raw.patch(
             tenant.name(),
             &PatchParams::default(),
@@ -343,7 +343,7 @@ async fn an_unreadable_spec_is_reported_and_its_deletion_still_gives_access_back
         .ok()
     })
     .await?;
-    let reported = eventually("the InvalidObject condition", common::TIMEOUT, || async {
+    let reported = eventually("the InvalidObject condition", support::TIMEOUT, || async {
         let o = raw.get(tenant.name()).await.ok()?;
         let conditions = o.data["status"]["conditions"].as_array()?;
         conditions

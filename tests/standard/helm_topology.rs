@@ -21,7 +21,7 @@ use service_provider::testing::{Cluster, Tenant, TestError, TestPlatform, reason
 use service_provider::{ChartKind, HelmChart, HelmInstall};
 
 use crate::cert_manager::{CertManager, DEFAULT_CHART};
-use crate::common;
+use crate::support;
 
 /// The end user's object the uninstall waits for (the real CRD's schema is far larger).
 #[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -70,7 +70,7 @@ async fn pull_copies(cluster: &Cluster, namespace: &str) -> Result<Vec<String>, 
 /// cert-manager in both modes, with the pull secret its ProviderConfig names; the CA bundle it
 /// names is left to the test ([`ca_bundle`]).
 pub(crate) async fn platform() -> Result<TestPlatform<CertManager>, TestError> {
-    let platform = common::platform::<CertManager>(json!({
+    let platform = support::platform::<CertManager>(json!({
         "versions": [{ "version": "1.17.2" }],
         "imagePullSecrets": [{ "name": "regcred" }],
         "caBundleRef": { "name": "corporate-ca", "key": "ca.crt" },
@@ -106,11 +106,11 @@ async fn each_part_of_the_chart_goes_where_it_can_run_in_both_modes() -> Result<
     // goes on once the operator creates it.
     let waiting = standard
         .wait_until("to name the missing CA bundle", |o| {
-            common::ready_condition(o)
+            support::ready_condition(o)
                 .is_some_and(|(_, _, message)| message.contains("caBundleRef"))
         })
         .await?;
-    let (_, _, message) = common::ready_condition(&waiting).unwrap();
+    let (_, _, message) = support::ready_condition(&waiting).unwrap();
     assert!(message.contains("ConfigMap corporate-ca"), "{message}");
     ca_bundle(&platform).await?;
     let kcp = platform
@@ -338,17 +338,17 @@ impl Reconcile for Unsplit {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chart_whose_workloads_would_land_in_a_workspace_is_invalid_input()
 -> Result<(), TestError> {
-    let platform = common::platform::<Unsplit>(json!({ "pollInterval": "10m" }))
+    let platform = support::platform::<Unsplit>(json!({ "pollInterval": "10m" }))
         .modes([Mode::Kcp])
         .start()
         .await?;
     let tenant = platform.create_kcp_tenant("unsplit", json!({})).await?;
     let refused = tenant
         .wait_until("to refuse the chart", |o| {
-            common::ready_condition(o).is_some_and(|(_, why, _)| why == reason::INVALID_USER_INPUT)
+            support::ready_condition(o).is_some_and(|(_, why, _)| why == reason::INVALID_USER_INPUT)
         })
         .await?;
-    let (status, _, message) = common::ready_condition(&refused).unwrap();
+    let (status, _, message) = support::ready_condition(&refused).unwrap();
     assert_eq!(status, "False");
     assert!(
         message.contains("apps/v1/Deployment") && message.contains("kcp_split"),

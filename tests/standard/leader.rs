@@ -4,76 +4,78 @@
 use std::time::Duration;
 
 use serde_json::json;
-use service_provider::Mode;
-use service_provider::dev::ControlPlaneRef;
 use service_provider::kube::Api;
-use service_provider_runtime::cli::run::RunOptions;
-use service_provider_runtime::ops::metrics::{Metrics, ReconcileResult};
+use service_provider::testing::{TestError, eventually};
 
-use crate::common;
 use crate::flaky::Flaky;
-use service_provider::testing::eventually;
+use crate::support;
 
 const NAMESPACE: &str = "project-leader--ws-a";
 
-fn reconciles(metrics: &Metrics) -> u64 {
-    [
-        ReconcileResult::ready,
-        ReconcileResult::waiting,
-        ReconcileResult::progressing,
-        ReconcileResult::error,
-        ReconcileResult::skipped,
-    ]
-    .into_iter()
-    .map(|r| metrics.reconcile_count(Mode::Standard, r))
-    .sum()
-}
-
-fn elect(options: &mut RunOptions, identity: &str) {
-    options.leader_elect = true;
-    options.leader.identity = identity.to_owned();
-    options.leader.lease_duration = Duration::from_secs(4);
-    options.leader.renew_deadline = Duration::from_secs(3);
-    options.leader.retry_period = Duration::from_secs(1);
+/// The reconciles a replica counted in standard mode, whatever their result.
+fn reconciles(metrics: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|line| line.starts_with(r#"service_provider_reconciles_total{mode="standard","#))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_replica_leads_and_the_other_takes_over() {
-    let env = common::env::<Flaky>(json!({}), &[(NAMESPACE, "first"), (NAMESPACE, "second")]).await;
-    let first = common::start::<Flaky>(&env, |o| elect(o, "replica-1")).await;
-    let second = common::start::<Flaky>(&env, |o| elect(o, "replica-2")).await;
-    let flakies: Api<Flaky> = Api::namespaced(env.onboarding().client(), NAMESPACE);
+async fn one_replica_leads_and_the_other_takes_over() -> Result<(), TestError> {
+    let mut platform = support::platform::<Flaky>(json!({}))
+        .leader_election()
+        .start()
+        .await?;
+    let replica = platform.start_replica().await?;
 
-    common::create::<Flaky>(&env, &ControlPlaneRef::new(NAMESPACE, "first"), json!({})).await;
-    common::wait(&flakies, "first", common::ready::<Flaky>).await;
+    let first = platform
+        .create_tenant(&format!("{NAMESPACE}/first"), json!({}))
+        .await?;
+    first.wait_ready().await?;
     // A reconcile is counted when it returns, just after its status write became visible.
-    let (m1, m2) = (first.metrics().clone(), second.metrics().clone());
-    let (a, b) = eventually("the reconciles to be counted", common::TIMEOUT, || {
-        let (m1, m2) = (m1.clone(), m2.clone());
-        async move {
-            let (a, b) = (reconciles(&m1), reconciles(&m2));
-            (a + b > 0).then_some((a, b))
-        }
+    let (a, b) = eventually("the reconciles to be counted", support::TIMEOUT, || async {
+        let (a, b) = (
+            reconciles(&platform.metrics().unwrap_or_default()),
+            reconciles(&replica.metrics()),
+        );
+        (a + b > 0.0).then_some((a, b))
     })
-    .await
-    .unwrap();
+    .await?;
     assert!(
-        (a > 0) != (b > 0),
+        (a > 0.0) != (b > 0.0),
         "exactly one replica reconciles: {a} and {b}"
     );
-    let (leader, standby) = if a > 0 {
-        (first, second)
-    } else {
-        (second, first)
-    };
-    let standby_metrics = standby.metrics().clone();
 
     // The leader stops (gracefully, releasing its Lease); the standby takes over.
-    common::stop(leader).await;
-    common::create::<Flaky>(&env, &ControlPlaneRef::new(NAMESPACE, "second"), json!({})).await;
-    common::wait(&flakies, "second", common::ready::<Flaky>).await;
-    assert!(reconciles(&standby_metrics) > 0, "the standby took over");
-    common::stop(standby).await;
+    let standby = if a > 0.0 {
+        platform.stop_provider().await?;
+        Some(replica)
+    } else {
+        replica.stop().await;
+        None
+    };
+    let second = platform
+        .create_tenant(&format!("{NAMESPACE}/second"), json!({}))
+        .await?;
+    second.wait_ready().await?;
+    eventually(
+        "the standby's reconciles to be counted",
+        support::TIMEOUT,
+        || async {
+            let metrics = match &standby {
+                Some(replica) => replica.metrics(),
+                None => platform.metrics().unwrap_or_default(),
+            };
+            (reconciles(&metrics) > 0.0).then_some(())
+        },
+    )
+    .await?;
+    if let Some(replica) = standby {
+        replica.stop().await;
+    }
+    platform.stop().await;
+    Ok(())
 }
 
 /// A Go provider's Lease: on the onboarding cluster, in the provider's namespace, named by its
@@ -83,15 +85,18 @@ async fn one_replica_leads_and_the_other_takes_over() {
 /// record client-go reads (holder, duration, acquire/renew time, transitions + 1), renews it, and
 /// releases it as client-go does when it stops.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_go_replicas_lease_blocks_reconciles_until_it_expires() {
+async fn a_go_replicas_lease_blocks_reconciles_until_it_expires() -> Result<(), TestError> {
     use service_provider::k8s_openapi::api::coordination::v1::Lease;
     use service_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    const HELD_NAMESPACE: &str = "project-held--ws-a";
     const ID: &str = "services.open-control-plane.io.flaky";
-    let env = common::env::<Flaky>(json!({}), &[(HELD_NAMESPACE, "held")]).await;
+    let mut platform = support::platform::<Flaky>(json!({}))
+        .leader_election_id(ID)
+        .start_without_provider()
+        .await?;
+    let env = platform.env();
     // The Go replica could only take its Lease where the namespace exists.
     let namespaces: Api<service_provider::k8s_openapi::api::core::v1::Namespace> =
         Api::all(env.onboarding().client());
@@ -131,18 +136,15 @@ async fn a_go_replicas_lease_blocks_reconciles_until_it_expires() {
         }
     });
 
-    let runtime = common::start::<Flaky>(&env, |o| {
-        elect(o, "rust-replica-1");
-        o.leader_election_id = Some(ID.to_owned());
-    })
-    .await;
-    let cp = ControlPlaneRef::new(HELD_NAMESPACE, "held");
-    common::create::<Flaky>(&env, &cp, json!({})).await;
+    let tenant = platform
+        .create_tenant("project-held--ws-a/held", json!({}))
+        .await?;
+    platform.start_provider().await?;
     // Longer than the lease duration: the Go replica's renewals keep it held.
     tokio::time::sleep(Duration::from_secs(7)).await;
     assert_eq!(
-        reconciles(runtime.metrics()),
-        0,
+        reconciles(&platform.metrics()?),
+        0.0,
         "nothing is reconciled while a Go replica holds the Lease"
     );
     let held = leases.get(ID).await.unwrap().spec.unwrap();
@@ -154,10 +156,9 @@ async fn a_go_replicas_lease_blocks_reconciles_until_it_expires() {
     // The Go replica dies without releasing: ours takes over once the Lease expired.
     renewing.store(false, Ordering::SeqCst);
     go_replica.await.unwrap();
-    let flakies: Api<Flaky> = Api::namespaced(env.onboarding().client(), HELD_NAMESPACE);
-    common::wait(&flakies, "held", common::ready::<Flaky>).await;
+    tenant.wait_ready().await?;
     let ours = leases.get(ID).await.unwrap().spec.unwrap();
-    assert_eq!(ours.holder_identity.as_deref(), Some("rust-replica-1"));
+    assert_eq!(ours.holder_identity.as_deref(), Some("replica-0"));
     assert_eq!(ours.lease_duration_seconds, Some(4));
     assert_eq!(
         ours.lease_transitions,
@@ -166,24 +167,25 @@ async fn a_go_replicas_lease_blocks_reconciles_until_it_expires() {
     );
     assert!(ours.acquire_time.is_some() && ours.renew_time.is_some());
     // It renews (every retry period), so a Go candidate keeps seeing it held.
-    let renewed = eventually("the Lease to be renewed", common::TIMEOUT, || {
+    let renewed = eventually("the Lease to be renewed", support::TIMEOUT, || {
         let leases = leases.clone();
         let first = ours.renew_time.clone();
         async move {
             let spec = leases.get(ID).await.ok()?.spec?;
-            (spec.renew_time != first && spec.holder_identity.as_deref() == Some("rust-replica-1"))
+            (spec.renew_time != first && spec.holder_identity.as_deref() == Some("replica-0"))
                 .then_some(spec)
         }
     })
-    .await
-    .unwrap();
+    .await?;
     assert_eq!(renewed.acquire_time, ours.acquire_time, "acquireTime kept");
     assert_eq!(renewed.lease_transitions, Some(3));
 
     // Stopping releases it as client-go does: no holder, a one-second lease.
-    common::stop(runtime).await;
+    platform.stop_provider().await?;
     let released = leases.get(ID).await.unwrap().spec.unwrap();
     assert_eq!(released.holder_identity.as_deref(), Some(""));
     assert_eq!(released.lease_duration_seconds, Some(1));
     assert_eq!(released.lease_transitions, Some(3));
+    platform.stop().await;
+    Ok(())
 }

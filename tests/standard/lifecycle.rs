@@ -11,7 +11,7 @@ use service_provider::openmcp::naming::{stable_mcp_namespace, stable_request_nam
 use service_provider::openmcp::{AccessRequest, ClusterRequest};
 use service_provider::testing::TestError;
 
-use crate::common;
+use crate::support;
 use crate::velero::Velero;
 
 const NAMESPACE: &str = "project-a--ws-b";
@@ -19,7 +19,7 @@ const NAME: &str = "tenant-a";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn velero_installs_updates_and_uninstalls() -> Result<(), TestError> {
-    let platform = common::platform::<Velero>(common::velero_config())
+    let platform = support::platform::<Velero>(crate::velero_config())
         .modes([Mode::Standard])
         .start()
         .await?;

@@ -5,12 +5,11 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use service_provider::dev::ControlPlaneRef;
 use service_provider::testing::{TestError, eventually};
 
-use crate::common;
 use crate::flaky::Flaky;
 use crate::process::Provider;
+use crate::support;
 
 /// Collects formatted log lines in memory.
 #[derive(Clone, Default)]
@@ -83,14 +82,14 @@ async fn authors_log_line() -> Result<(), TestError> {
     tracing::subscriber::set_global_default(subscriber)
         .expect("no other test installs a global subscriber (unset RUST_LOG)");
 
-    let platform = common::platform::<Flaky>(json!({})).start().await?;
+    let platform = support::platform::<Flaky>(json!({})).start().await?;
     platform
         .create_tenant(&format!("{NAMESPACE}/logged"), json!({}))
         .await?;
 
     let line = eventually(
         "the author's line to be logged",
-        common::TIMEOUT,
+        support::TIMEOUT,
         || async {
             lines
                 .find("flaky is installed")
@@ -113,22 +112,20 @@ async fn authors_log_line() -> Result<(), TestError> {
 /// `run` writes JSON lines by default, as the platform's Go providers do (controller-utils' zap
 /// logger in production), and an author's line in them carries the reconcile span's fields.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_writes_json_lines_that_say_which_object_they_are_about() {
+async fn run_writes_json_lines_that_say_which_object_they_are_about() -> Result<(), TestError> {
     const NAMESPACE: &str = "project-json-logs--ws-a";
-    let env = common::env::<Flaky>(json!({}), &[(NAMESPACE, "logged-json")]).await;
-    let mut provider = Provider::run("flaky", &env, &["--log-format", "json"]);
-    let cp = ControlPlaneRef::new(NAMESPACE, "logged-json");
-    common::create::<Flaky>(&env, &cp, json!({})).await;
-    common::wait(
-        &common::objects::<Flaky>(&env, &cp),
-        "logged-json",
-        common::ready::<Flaky>,
-    )
-    .await;
+    let platform = support::platform::<Flaky>(json!({}))
+        .start_without_provider()
+        .await?;
+    let mut provider = Provider::run("flaky", platform.env(), &["--log-format", "json"]);
+    let tenant = platform
+        .create_tenant(&format!("{NAMESPACE}/logged-json"), json!({}))
+        .await?;
+    tenant.wait_ready().await?;
     // Ready is written after the author's line, so the line is in the pipe by now; the process
     // still runs until SIGTERM, which flushes nothing more than stderr already has.
     provider.terminate();
-    let status = provider.wait(common::TIMEOUT).await;
+    let status = provider.wait(support::TIMEOUT).await;
     let logs = provider.stderr();
     assert_eq!(status.code(), Some(0), "stderr:\n{logs}");
     let lines: Vec<serde_json::Value> = logs
@@ -151,4 +148,6 @@ async fn run_writes_json_lines_that_say_which_object_they_are_about() {
     assert_eq!(line["namespace"], NAMESPACE, "{line}");
     assert_eq!(line["name"], "logged-json", "{line}");
     assert!(line["reconcile_id"].is_u64(), "{line}");
+    platform.stop().await;
+    Ok(())
 }

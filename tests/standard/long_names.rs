@@ -12,7 +12,7 @@ use service_provider::prelude::*;
 use service_provider::testing::TestError;
 use service_provider_runtime::openmcp::naming::request_labels;
 
-use crate::common;
+use crate::support;
 
 /// Calls of `LongNamed::delete`.
 static DELETED: AtomicUsize = AtomicUsize::new(0);
@@ -48,7 +48,7 @@ async fn a_long_named_tenant_gets_access_and_an_optional_workload_does_not_skip_
     let namespace = format!("project-long--ws-{}", "n".repeat(46));
     let name = format!("tenant-{}", "l".repeat(56));
     assert_eq!((namespace.len(), name.len()), (63, 63));
-    let platform = common::platform::<LongNamed>(json!({ "pollInterval": "1m" }))
+    let platform = support::platform::<LongNamed>(json!({ "pollInterval": "1m" }))
         .start()
         .await?;
     let provider = platform.provider_name();

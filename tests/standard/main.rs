@@ -20,7 +20,6 @@ mod eso;
 mod hello;
 
 mod adopt;
-mod common;
 mod config;
 mod conversion;
 mod deletion_guard;
@@ -49,3 +48,12 @@ mod widget;
 #[allow(dead_code)]
 #[path = "../support/mod.rs"]
 mod support;
+
+/// The ProviderConfig spec every Velero test starts from.
+pub(crate) fn velero_config() -> serde_json::Value {
+    serde_json::json!({
+        "imageRepository": "registry.test/velero",
+        "versions": [{ "version": "1.15.0" }, { "version": "1.16.1", "chartVersion": "v1.16.1" }],
+        "pollInterval": "1m",
+    })
+}

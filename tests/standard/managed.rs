@@ -23,8 +23,8 @@ use service_provider::{Identity, Location, ManagedResource, ResourcePhase};
 use service_provider_apiserver::LoggedRequest;
 use service_provider_runtime::dev::flux::FAIL_INSTALL_ANNOTATION;
 
-use crate::common::{self, TIMEOUT};
 use crate::eso::ExternalSecretsOperator;
+use crate::support::{self, TIMEOUT};
 
 const NAMESPACE: &str = "project-e--ws-s";
 const NAME: &str = "tenant-e";
@@ -41,7 +41,7 @@ fn config(chart_url: &str) -> serde_json::Value {
 
 /// The platform with the provider running and the pull secrets its ProviderConfig names.
 async fn platform(chart_url: &str) -> Result<TestPlatform<ExternalSecretsOperator>, TestError> {
-    let platform = common::platform::<ExternalSecretsOperator>(config(chart_url))
+    let platform = support::platform::<ExternalSecretsOperator>(config(chart_url))
         .modes([Mode::Standard])
         .start()
         .await?;
@@ -75,7 +75,7 @@ async fn wait_for(
     api: &Api<ExternalSecretsOperator>,
     check: impl Fn(&ExternalSecretsOperator) -> bool + Send + Sync + 'static,
 ) -> ExternalSecretsOperator {
-    common::wait(api, NAME, move |o: Option<&ExternalSecretsOperator>| {
+    support::wait(api, NAME, move |o: Option<&ExternalSecretsOperator>| {
         o.is_some_and(&check)
     })
     .await
@@ -83,7 +83,7 @@ async fn wait_for(
 }
 
 fn is_ready(o: &ExternalSecretsOperator) -> bool {
-    common::ready(Some(o))
+    support::ready(Some(o))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -261,7 +261,7 @@ async fn eso_installs_through_flux_and_uninstalls_in_reverse() -> Result<(), Tes
     api.delete(NAME, &DeleteParams::default())
         .await
         .expect("the delete is accepted");
-    common::wait(&api, NAME, |o: Option<&ExternalSecretsOperator>| {
+    support::wait(&api, NAME, |o: Option<&ExternalSecretsOperator>| {
         o.is_none()
     })
     .await;

@@ -1,12 +1,11 @@
 //! `/metrics`, `/healthz` and `/readyz` of a running provider.
 
 use serde_json::json;
-use service_provider::dev::ControlPlaneRef;
+use service_provider::testing::{TestError, eventually};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::common;
 use crate::flaky::Flaky;
-use service_provider::testing::eventually;
+use crate::support;
 
 async fn get(addr: std::net::SocketAddr, path: &str) -> String {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -23,38 +22,31 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_and_probes_are_served() {
-    const NAMESPACE: &str = "project-metrics--ws-a";
-    let env = common::env::<Flaky>(json!({}), &[(NAMESPACE, "measured")]).await;
-    let runtime = common::start::<Flaky>(&env, |o| {
-        o.metrics_addr = Some("127.0.0.1:0".parse().unwrap());
-        o.health_addr = Some("127.0.0.1:0".parse().unwrap());
-    })
-    .await;
-    let cp = ControlPlaneRef::new(NAMESPACE, "measured");
-    common::create::<Flaky>(&env, &cp, json!({})).await;
-    common::wait(
-        &common::objects::<Flaky>(&env, &cp),
-        "measured",
-        common::ready::<Flaky>,
-    )
-    .await;
+async fn metrics_and_probes_are_served() -> Result<(), TestError> {
+    let platform = support::platform::<Flaky>(json!({}))
+        .serve_endpoints()
+        .start()
+        .await?;
+    let tenant = platform
+        .create_tenant("project-metrics--ws-a/measured", json!({}))
+        .await?;
+    tenant.wait_ready().await?;
 
-    let probes = runtime.health_addr().expect("probes served");
+    let endpoints = platform.endpoints().expect("metrics and probes served");
+    let probes = endpoints.health;
     assert!(get(probes, "/healthz").await.starts_with("HTTP/1.1 200"));
     assert!(get(probes, "/readyz").await.starts_with("HTTP/1.1 200"));
     // The reconcile is counted when it returns, just after its status write became visible.
-    let addr = runtime.metrics_addr().expect("metrics served");
+    let addr = endpoints.metrics;
     let metrics = eventually(
         "the reconcile to be counted",
-        common::TIMEOUT,
+        support::TIMEOUT,
         || async move {
             let metrics = get(addr, "/metrics").await;
             metrics.contains("result=\"ready\"").then_some(metrics)
         },
     )
-    .await
-    .unwrap();
+    .await?;
     for series in [
         "service_provider_reconciles_total{mode=\"standard\",result=\"ready\"}",
         "service_provider_reconcile_duration_seconds_bucket{",
@@ -66,7 +58,8 @@ async fn metrics_and_probes_are_served() {
         !metrics.contains("measured"),
         "no object names in metric labels"
     );
-    common::stop(runtime).await;
+    platform.stop().await;
+    Ok(())
 }
 
 /// The value of `series` (name and labels exactly as written) in a `/metrics` response.
@@ -81,41 +74,38 @@ fn sample(metrics: &str, series: &str) -> Option<f64> {
 /// query them, after a reconcile that succeeded, one that failed and one that asked to be
 /// requeued.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn controller_runtimes_metrics_count_successes_errors_and_requeues() {
+async fn controller_runtimes_metrics_count_successes_errors_and_requeues() -> Result<(), TestError>
+{
     const NAMESPACE: &str = "project-cr-metrics--ws-a";
     // No poll interval: a ready object is done (`success`) unless it asks for a requeue.
-    let env = common::env::<Flaky>(
-        json!({ "pollInterval": "0s" }),
-        &[
-            (NAMESPACE, "succeeds"),
-            (NAMESPACE, "fails"),
-            (NAMESPACE, "requeues"),
-        ],
-    )
-    .await;
-    let runtime = common::start::<Flaky>(&env, |o| {
-        o.metrics_addr = Some("127.0.0.1:0".parse().unwrap());
-        o.concurrency = 3;
-        o.leader_elect = true;
-    })
-    .await;
-    let controller = env.provider().unwrap().name().to_owned();
+    let platform = support::platform::<Flaky>(json!({ "pollInterval": "0s" }))
+        .serve_endpoints()
+        .concurrency(3)
+        .leader_election()
+        .start()
+        .await?;
+    let controller = platform.provider_name().to_owned();
+    let mut tenants = Vec::new();
     for (name, spec) in [
         ("succeeds", json!({})),
         ("fails", json!({ "fail": true })),
         ("requeues", json!({ "requeueSeconds": 3600 })),
     ] {
-        common::create::<Flaky>(&env, &ControlPlaneRef::new(NAMESPACE, name), spec).await;
+        tenants.push(
+            platform
+                .create_tenant(&format!("{NAMESPACE}/{name}"), spec)
+                .await?,
+        );
     }
     let c = format!(r#"controller="{controller}""#);
     let q = format!(r#"name="{controller}",controller="{controller}""#);
     let total =
         |result: &str| format!(r#"controller_runtime_reconcile_total{{{c},result="{result}"}}"#);
-    let addr = runtime.metrics_addr().expect("metrics served");
+    let addr = platform.endpoints().expect("metrics served").metrics;
     // `fails` is retried with backoff, so its second failure shows the retry too.
     let metrics = eventually(
         "a success, two errors and a requeue_after to be counted",
-        common::TIMEOUT,
+        support::TIMEOUT,
         || {
             let (success, error, requeue_after) =
                 (total("success"), total("error"), total("requeue_after"));
@@ -128,8 +118,7 @@ async fn controller_runtimes_metrics_count_successes_errors_and_requeues() {
             }
         },
     )
-    .await
-    .unwrap();
+    .await?;
     let value = |series: String| {
         sample(&metrics, &series).unwrap_or_else(|| panic!("{series} missing:\n{metrics}"))
     };
@@ -184,5 +173,6 @@ async fn controller_runtimes_metrics_count_successes_errors_and_requeues() {
         1.0,
         "this replica holds the standard mode's Lease"
     );
-    common::stop(runtime).await;
+    platform.stop().await;
+    Ok(())
 }

@@ -10,7 +10,7 @@ use service_provider::prelude::*;
 use service_provider::testing::{TestError, TestPlatform};
 
 use crate::eso::ExternalSecretsOperator;
-use crate::{common, helm_topology};
+use crate::{helm_topology, support};
 
 /// The requests the provider made while every tenant was resynced, by `cluster verb resource`;
 /// watches (long-running, counted when they start) aside. Only the provider's: the simulated
@@ -63,7 +63,7 @@ async fn cert_manager_reconciled_with_nothing_to_do_makes_no_api_call() -> Resul
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn external_secrets_reconciled_with_nothing_to_do_makes_no_api_call() -> Result<(), TestError>
 {
-    let platform = common::platform::<ExternalSecretsOperator>(json!({
+    let platform = support::platform::<ExternalSecretsOperator>(json!({
         "chartURL": "oci://registry.test/charts/external-secrets",
         "chartPullSecret": "chart-creds",
         "imagePullSecrets": [{ "name": "regcred" }],

@@ -13,19 +13,31 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::json;
-use service_provider::dev::{ControlPlaneRef, TestEnv};
+use service_provider::dev::TestEnv;
 use service_provider::kube::Api;
 use service_provider::kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use service_provider::openmcp::{AccessRequest, ClusterRequest, ServiceProviderObject};
+use service_provider::testing::TestPlatform;
+use service_provider::{Mode, Reconcile};
 
-use crate::common::{self, TIMEOUT};
 use crate::flaky::Flaky;
+use crate::support::{self, TIMEOUT};
 use crate::velero::Velero;
 
 /// What service-provider-velero's `main.go` passes to `clusteraccess.NewClusterAccessManager`.
 const GO_VELERO_CONTROLLER: &str = "velero.velero.services.openmcp.cloud";
 /// service-provider-velero's `LeaderElectionID`.
 const GO_VELERO_LEADER_ELECTION_ID: &str = "services.open-control-plane.io.velero";
+
+/// The simulated platform with provider `P` installed as `init` leaves it, standard mode only,
+/// and the provider not running: these tests run it as a process.
+async fn installed<P: Reconcile>(config: serde_json::Value) -> TestPlatform<P> {
+    support::platform::<P>(config)
+        .modes([Mode::Standard])
+        .start_without_provider()
+        .await
+        .expect("the simulated platform starts")
+}
 
 /// Not a test of its own: the entry point of the provider processes the tests below start. It
 /// does nothing unless `SP_TEST_ARGS` is set.
@@ -268,8 +280,8 @@ impl<'e> Operated<'e> {
 
     /// The Deployment's container with `flags` added to the ServiceProvider's `runCommand`.
     pub(crate) fn run_with(&self, pod: &str, replicas: u32, flags: &[&str]) -> Deployed {
-        let probe_port = common::free_port();
-        let metrics_port = common::free_port();
+        let probe_port = support::free_port();
+        let metrics_port = support::free_port();
         let probe_flag = format!("--health-probe-bind-address=:{probe_port}");
         let mut command = vec!["run", &probe_flag];
         command.extend(flags);
@@ -439,11 +451,11 @@ async fn credentials(env: &TestEnv) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_never_show_credentials_and_sigterm_stops_the_process() {
-    const NAMESPACE: &str = "project-logs--ws-a";
-    let env = common::env::<Velero>(common::velero_config(), &[(NAMESPACE, "logged")]).await;
+    let platform = installed::<Velero>(crate::velero_config()).await;
+    let env = platform.env();
     let mut process = Provider::run(
         "velero",
-        &env,
+        env,
         &[
             "--verbosity",
             "DEBUG",
@@ -453,14 +465,11 @@ async fn logs_never_show_credentials_and_sigterm_stops_the_process() {
             "127.0.0.1:0",
         ],
     );
-    let cp = ControlPlaneRef::new(NAMESPACE, "logged");
-    common::create::<Velero>(&env, &cp, json!({ "version": "1.15.0" })).await;
-    common::wait(
-        &common::objects::<Velero>(&env, &cp),
-        "logged",
-        common::ready::<Velero>,
-    )
-    .await;
+    let tenant = platform
+        .create_tenant("project-logs--ws-a/logged", json!({ "version": "1.15.0" }))
+        .await
+        .expect("the tenant is created");
+    tenant.wait_ready().await.expect("the tenant is Ready");
 
     process.terminate();
     let status = process.wait(TIMEOUT).await;
@@ -475,7 +484,7 @@ async fn logs_never_show_credentials_and_sigterm_stops_the_process() {
         logs.contains("reconciling") && logs.contains(r#""level":"debug""#),
         "DEBUG logs were written (JSON lines, the default of run):\n{logs}"
     );
-    let credentials = credentials(&env).await;
+    let credentials = credentials(env).await;
     assert!(
         credentials.len() >= 5,
         "the platform holds tokens to look for: {}",
@@ -500,25 +509,22 @@ async fn logs_never_show_credentials_and_sigterm_stops_the_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_a_running_reconcile_finish() {
-    const NAMESPACE: &str = "project-sigterm--ws-a";
-    let env = common::env::<Flaky>(json!({}), &[(NAMESPACE, "slow")]).await;
-    let mut process = Provider::run("flaky", &env, &[]);
-    let cp = ControlPlaneRef::new(NAMESPACE, "slow");
-    common::create::<Flaky>(&env, &cp, json!({ "delaySeconds": 3 })).await;
-    let mcp = env.mcp(&cp).expect("the MCP cluster");
-    let config_maps: Api<ConfigMap> = Api::namespaced(mcp.client(), "default");
-    common::wait(&config_maps, "started", |o: Option<&ConfigMap>| o.is_some()).await;
+    let platform = installed::<Flaky>(json!({})).await;
+    let mut process = Provider::run("flaky", platform.env(), &[]);
+    let tenant = platform
+        .create_tenant("project-sigterm--ws-a/slow", json!({ "delaySeconds": 3 }))
+        .await
+        .expect("the tenant is created");
+    let config_maps: Api<ConfigMap> = Api::namespaced(tenant.mcp().client(), "default");
+    support::wait(&config_maps, "started", |o: Option<&ConfigMap>| o.is_some()).await;
 
     // The reconcile is running: stop the process now.
     process.terminate();
     let status = process.wait(TIMEOUT).await;
     assert_eq!(status.code(), Some(0), "stderr:\n{}", process.stderr());
-    let flaky = common::objects::<Flaky>(&env, &cp)
-        .get("slow")
-        .await
-        .unwrap();
+    let flaky = tenant.get().await.unwrap();
     assert!(
-        common::ready(Some(&flaky)),
+        support::ready(Some(&flaky)),
         "the running reconcile finished and wrote its status: {:?}",
         flaky.status
     );
@@ -526,7 +532,8 @@ async fn sigterm_lets_a_running_reconcile_finish() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn init_installs_the_crds_and_registers_the_service_api() {
-    let env = common::env::<Velero>(common::velero_config(), &[]).await;
+    let platform = installed::<Velero>(crate::velero_config()).await;
+    let env = platform.env();
     // Undo what the environment pre-installed, so `init` has to do it.
     let crds: Api<CustomResourceDefinition> = Api::all(env.onboarding().client());
     crds.delete(
@@ -535,7 +542,7 @@ async fn init_installs_the_crds_and_registers_the_service_api() {
     )
     .await
     .unwrap();
-    common::wait(
+    support::wait(
         &crds,
         "veleroes.velero.services.open-control-plane.io",
         |o: Option<&CustomResourceDefinition>| o.is_none(),
@@ -554,7 +561,7 @@ async fn init_installs_the_crds_and_registers_the_service_api() {
     .await
     .unwrap();
 
-    let kubeconfig = provider_kubeconfig(&env);
+    let kubeconfig = provider_kubeconfig(env);
     let args = [
         "init",
         "--environment",
@@ -713,9 +720,9 @@ async fn init_installs_the_crds_and_registers_the_service_api() {
 /// (`--leader-elect=true` for two replicas) and gets an object Ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operators_command_lines_start_and_serve() {
-    const NAMESPACE: &str = "project-operated--ws-a";
-    let env = common::env::<Velero>(common::velero_config(), &[(NAMESPACE, "operated")]).await;
-    let operated = Operated::new("velero", &env);
+    let platform = installed::<Velero>(crate::velero_config()).await;
+    let env = platform.env();
+    let operated = Operated::new("velero", env);
     let (status, stderr) = operated.init().await;
     assert_eq!(status.code(), Some(0), "init failed:\n{stderr}");
     let Deployed {
@@ -723,22 +730,22 @@ async fn the_operators_command_lines_start_and_serve() {
         probes,
         metrics,
     } = operated.run("sp-velero-6d5f8b7c9-q2w4e", 2);
-    let cp = ControlPlaneRef::new(NAMESPACE, "operated");
-    common::create::<Velero>(&env, &cp, json!({ "version": "1.15.0" })).await;
-    common::wait(
-        &common::objects::<Velero>(&env, &cp),
-        "operated",
-        common::ready::<Velero>,
-    )
-    .await;
+    let tenant = platform
+        .create_tenant(
+            "project-operated--ws-a/operated",
+            json!({ "version": "1.15.0" }),
+        )
+        .await
+        .expect("the tenant is created");
+    tenant.wait_ready().await.expect("the tenant is Ready");
     if let Ok(Some(status)) = process.child.try_wait() {
         panic!("run exited with {status}:\n{}", process.stderr());
     }
-    let healthz = common::http_get(probes, "/healthz").await.unwrap();
+    let healthz = support::http_get(probes, "/healthz").await.unwrap();
     assert!(healthz.starts_with("HTTP/1.1 200"), "{healthz}");
-    let readyz = common::http_get(probes, "/readyz").await.unwrap();
+    let readyz = support::http_get(probes, "/readyz").await.unwrap();
     assert!(readyz.starts_with("HTTP/1.1 200"), "{readyz}");
-    let body = common::http_get(metrics, "/metrics").await.unwrap();
+    let body = support::http_get(metrics, "/metrics").await.unwrap();
     assert!(
         body.starts_with("HTTP/1.1 200") && body.contains("# TYPE") && body.contains("# EOF"),
         "plain-HTTP metrics on {metrics}:\n{body}"
@@ -765,8 +772,9 @@ async fn the_operators_command_lines_start_and_serve() {
 /// provider left instead of ordering a second set.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn init_uses_the_go_providers_onboarding_controller_name() {
-    let env = common::env::<Velero>(common::velero_config(), &[]).await;
-    let kubeconfig = provider_kubeconfig(&env);
+    let platform = installed::<Velero>(crate::velero_config()).await;
+    let env = platform.env();
+    let kubeconfig = provider_kubeconfig(env);
     let name = format!("{GO_VELERO_CONTROLLER}--onboarding-init");
     let crs: Api<ClusterRequest> = Api::namespaced(env.platform().client(), env.pod_namespace());
     // The ClusterRequest the Go provider's init created (its spec is immutable, so reusing it is
@@ -856,7 +864,7 @@ async fn dev_serves_a_ready_object_and_writes_kubeconfigs() {
         .get("dev")
         .await
         .unwrap();
-    assert!(common::ready(Some(&velero)), "{:?}", velero.status);
+    assert!(support::ready(Some(&velero)), "{:?}", velero.status);
     for file in [
         "platform.kubeconfig",
         "mcp-project-dev--ws-dev-dev.kubeconfig",
@@ -877,10 +885,10 @@ async fn dev_serves_a_ready_object_and_writes_kubeconfigs() {
             .client(&kubeconfig)
             .await
             .unwrap();
-        let velero = common::wait(
+        let velero = support::wait(
             &Api::<Velero>::namespaced(client, "default"),
             "dev",
-            common::ready::<Velero>,
+            support::ready::<Velero>,
         )
         .await;
         assert!(velero.is_some(), "the sample Velero in {ws} is Ready");

@@ -6,7 +6,7 @@ use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams
 use service_provider::kube::core::GroupVersionKind;
 use service_provider::openmcp::ServiceProviderObject;
 
-use crate::common;
+use crate::support;
 use crate::velero::{self, Velero};
 
 fn read_yaml(path: &std::path::Path) -> serde_json::Value {
@@ -48,7 +48,10 @@ async fn apply(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_provider_manifest_is_accepted_by_the_platform() {
-    let env = common::env::<Velero>(common::velero_config(), &[]).await;
+    let platform = support::platform::<Velero>(crate::velero_config())
+        .start_without_provider()
+        .await
+        .expect("the simulated platform starts");
     let dir = std::env::temp_dir().join(format!("ship-manifests-{}", std::process::id()));
     let code = velero::app().run_with_args([
         "velero",
@@ -68,7 +71,7 @@ async fn the_service_provider_manifest_is_accepted_by_the_platform() {
     assert!(dir.join("onboarding/crd.yaml").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 
-    let platform = env.platform().client();
+    let platform = platform.platform().client();
     let stored = apply(&platform, &service_provider)
         .await
         .expect("the platform's ServiceProvider CRD accepts the generated object");

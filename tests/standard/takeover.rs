@@ -35,8 +35,8 @@ use service_provider::prelude::*;
 use service_provider::serde::Serialize;
 use service_provider_runtime::openmcp::naming::request_labels;
 
-use crate::common::{self, TIMEOUT};
 use crate::process::{Deployed, Operated};
+use crate::support::{self, TIMEOUT};
 use service_provider::testing::eventually;
 
 /// The template's Go provider, written with this framework.
@@ -272,7 +272,7 @@ impl Tenant {
         }))
         .unwrap();
         crs.create(&PostParams::default(), &cr).await.unwrap();
-        common::wait(
+        support::wait(
             &crs,
             &self.workload_request,
             |o: Option<&ClusterRequest>| o.is_some_and(ClusterRequest::is_granted),
@@ -300,7 +300,7 @@ impl Tenant {
             ars.create(&PostParams::default(), &ar).await.unwrap();
         }
         for name in [&self.mcp_request, &self.workload_request] {
-            common::wait(&ars, name, |o: Option<&AccessRequest>| {
+            support::wait(&ars, name, |o: Option<&AccessRequest>| {
                 o.is_some_and(AccessRequest::is_ready)
             })
             .await;
@@ -419,7 +419,7 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
     for t in &tenants {
         builder = builder.control_plane(&t.cp.namespace, &t.cp.name);
     }
-    common::logs();
+    support::logs();
     let env = builder
         .start()
         .await
@@ -525,7 +525,7 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
     });
     let objects: Vec<Api<Foo>> = tenants
         .iter()
-        .map(|t| common::objects::<Foo>(&env, &t.cp))
+        .map(|t| Api::namespaced(env.onboarding().client(), &t.cp.namespace))
         .collect();
     let mut go_objects = Vec::new();
     for (t, api) in tenants.iter().zip(&objects) {
@@ -569,7 +569,7 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
     })
     .await
     .unwrap();
-    let page = common::http_get(metrics, "/metrics").await.unwrap();
+    let page = support::http_get(metrics, "/metrics").await.unwrap();
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert_eq!(
         reconciles(&page),
@@ -608,7 +608,7 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
 
     // Every tenant Ready — the one the Go runtime left `Failed` too.
     for (t, api) in tenants.iter().zip(&objects) {
-        common::wait(api, &t.cp.name, common::ready::<Foo>).await;
+        support::wait(api, &t.cp.name, support::ready::<Foo>).await;
     }
     let ours = leases.get(LEADER_ELECTION_ID).await.unwrap().spec.unwrap();
     assert!(
@@ -637,20 +637,20 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
         .delete(&gone.cp.name, &DeleteParams::default())
         .await
         .unwrap();
-    common::wait(&objects[2], &gone.cp.name, |o: Option<&Foo>| o.is_none()).await;
+    support::wait(&objects[2], &gone.cp.name, |o: Option<&Foo>| o.is_none()).await;
     let ars: Api<AccessRequest> = Api::namespaced(env.platform().client(), &gone.platform_ns);
     let crs: Api<ClusterRequest> = Api::namespaced(env.platform().client(), &gone.platform_ns);
     let secrets: Api<Secret> = Api::namespaced(env.platform().client(), &gone.platform_ns);
     for name in [&gone.mcp_request, &gone.workload_request] {
-        common::wait(&ars, name, |o: Option<&AccessRequest>| o.is_none()).await;
-        common::wait(
+        support::wait(&ars, name, |o: Option<&AccessRequest>| o.is_none()).await;
+        support::wait(
             &secrets,
             &format!("{name}.kubeconfig"),
             |o: Option<&Secret>| o.is_none(),
         )
         .await;
     }
-    common::wait(
+    support::wait(
         &crs,
         &gone.workload_request,
         |o: Option<&ClusterRequest>| o.is_none(),
@@ -672,7 +672,7 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
         "after one tenant was deleted",
     );
     for (t, api) in tenants.iter().zip(&objects).take(2) {
-        assert!(common::ready::<Foo>(
+        assert!(support::ready::<Foo>(
             api.get(&t.cp.name).await.ok().as_ref()
         ));
     }

@@ -14,7 +14,7 @@ use service_provider::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextens
 use service_provider::openmcp::AccessRequest;
 use service_provider::testing::{TestError, TestPlatform, ready_reason, reason};
 
-use crate::common;
+use crate::support;
 use crate::velero::Velero;
 
 /// Long enough for a reconcile on a loaded machine to have happened, short enough for a test
@@ -23,7 +23,7 @@ const SHORT: Duration = Duration::from_secs(3);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_explains_the_condition_and_events_and_a_new_spec_recovers() {
-    let platform = common::platform::<Velero>(common::velero_config())
+    let platform = support::platform::<Velero>(crate::velero_config())
         .modes([service_provider::Mode::Standard])
         .start()
         .await
@@ -103,7 +103,7 @@ async fn a_timeout_explains_the_condition_and_events_and_a_new_spec_recovers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_names_the_access_the_platform_has_not_granted() {
-    let platform = common::platform::<Velero>(common::velero_config())
+    let platform = support::platform::<Velero>(crate::velero_config())
         .modes([service_provider::Mode::Standard])
         .start()
         .await
@@ -181,7 +181,7 @@ pub(crate) struct BackupSpec {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_kit_writes_pull_secrets_crds_and_the_end_users_objects() -> Result<(), TestError> {
-    let mut config = common::velero_config();
+    let mut config = crate::velero_config();
     config["imagePullSecrets"] = json!([{ "name": "regcred" }]);
     let platform = TestPlatform::<Velero>::builder()
         .provider_config(config)

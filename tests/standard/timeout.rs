@@ -6,14 +6,14 @@ use std::time::Duration;
 use serde_json::json;
 use service_provider::testing::{TestError, eventually, ready_reason};
 
-use crate::common;
 use crate::flaky::Flaky;
+use crate::support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_reconcile_times_out_with_a_condition_and_frees_its_worker() -> Result<(), TestError>
 {
     // One worker: without the timeout, `waits` would wait an hour for `hangs`.
-    let platform = common::platform::<Flaky>(json!({}))
+    let platform = support::platform::<Flaky>(json!({}))
         .concurrency(1)
         .reconcile_timeout(Duration::from_secs(1))
         .start()
@@ -30,7 +30,7 @@ async fn a_hung_reconcile_times_out_with_a_condition_and_frees_its_worker() -> R
     waits.wait_ready().await?;
 
     let hung = hangs.get().await?;
-    let (status, reason, message) = common::ready_condition(&hung).unwrap();
+    let (status, reason, message) = support::ready_condition(&hung).unwrap();
     assert_eq!(
         (status.as_str(), reason.as_str()),
         ("False", "ReconcileTimedOut")
@@ -44,7 +44,7 @@ async fn a_hung_reconcile_times_out_with_a_condition_and_frees_its_worker() -> R
         r#"controller_runtime_reconcile_timeouts_total{{controller="{}"}}"#,
         platform.provider_name()
     );
-    let timeouts = eventually("a second timeout", common::TIMEOUT, || async {
+    let timeouts = eventually("a second timeout", support::TIMEOUT, || async {
         platform
             .metric(&counter)
             .filter(|timeouts| *timeouts >= 2.0)
