@@ -100,7 +100,7 @@ async fn a_hundred_objects_survive_faults_and_leave_nothing_behind() -> Result<(
         .iter()
         .map(|name| ControlPlaneRef::new(NAMESPACE, name))
         .collect();
-    platform.env().create_control_planes(&cps, 8).await?;
+    platform.env().create_control_planes(&cps, 64).await?;
     platform
         .env()
         .wait_control_planes_ready(&cps, TIMEOUT)
