@@ -1,6 +1,7 @@
-//! What the end-to-end test binaries (`tests/standard`, `tests/kcp`) share: the timeout, logs,
+//! What the end-to-end test binaries (`tests/standard`, `tests/kcp`) share: the timeouts, logs,
 //! the provider's platform client, stopping a runtime, and the conditions they wait for. Each
-//! binary loads it with `#[path]` and re-exports it from its `common` module. The waits are the
+//! binary loads it with `#[path]` as `support` (the kcp suite also re-exports it from its
+//! `common` module, which it still has). The waits are the
 //! author's test kit's (`service_provider::testing`), with a panic for a test that cannot go on
 //! (the kit's `eventually` is called directly: `.unwrap()` prints its message).
 
