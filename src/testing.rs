@@ -48,7 +48,8 @@
 //! The provider runs as in production: under its generated RBAC only, with onboarding and
 //! tenant access ordered from the simulated platform (see [`crate::dev`] for what is simulated
 //! and how it differs from openmcp-operator). Every wait has one timeout
-//! ([`TestPlatformBuilder::timeout`], 120 s by default, generous for shared CI machines); when it
+//! ([`TestPlatformBuilder::timeout`], by default [`Backend::default_timeout`]: 2 minutes on the
+//! embedded server, 5 on kube-apiservers); when it
 //! passes, the error names what was awaited and what is stuck: the object's phase, conditions
 //! and finalizers, its last Events, and the access requests the platform has not granted.
 
@@ -83,8 +84,6 @@ use service_provider_runtime::openmcp::{AccessRequest, ClusterRequest};
 
 use crate::{Identity, Mode, Phase, Reconcile, ServiceProvider};
 
-/// How long every wait of the kit lasts unless [`TestPlatformBuilder::timeout`] says otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// The onboarding namespace of tenants created without one (openMCP's `project-<p>--ws-<w>`).
 pub const DEFAULT_TENANT_NAMESPACE: &str = "project-test--ws-test";
 /// How many Events [`Tenant::explain`] shows.
@@ -337,6 +336,22 @@ impl Backend {
             Backend::Embedded
         }
     }
+
+    /// How long every wait of the kit lasts unless [`TestPlatformBuilder::timeout`] says
+    /// otherwise: 2 minutes on the embedded server, generous for shared CI machines; 5 on
+    /// kube-apiservers, where deleting a CRD can take minutes by itself (kube's CRD finalizer
+    /// retries, with a growing backoff, a listing refused while the instances' watch cache
+    /// initialises).
+    pub fn default_timeout(self) -> Duration {
+        self.hosting().default_timeout()
+    }
+
+    fn hosting(self) -> Hosting {
+        match self {
+            Backend::Embedded => Hosting::LogicalClusters,
+            Backend::KubeApiserver => Hosting::KubeApiservers,
+        }
+    }
 }
 
 /// Configures a [`TestPlatform`] before it starts.
@@ -364,7 +379,8 @@ impl Backend {
 pub struct TestPlatformBuilder<P> {
     config: Option<Value>,
     modes: Option<Vec<Mode>>,
-    timeout: Duration,
+    /// `None`: the backend's [`Backend::default_timeout`].
+    timeout: Option<Duration>,
     provider_name: Option<String>,
     backend: Option<Backend>,
     run: RunSettings,
@@ -425,7 +441,7 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         self
     }
 
-    /// How long each wait lasts, and start-up (default [`DEFAULT_TIMEOUT`]).
+    /// How long each wait lasts, and start-up (default [`Backend::default_timeout`]).
     ///
     /// ```
     /// # service_provider::__testing_example_provider!();
@@ -438,7 +454,7 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
     /// # platform.stop().await; Ok(()) }
     /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.timeout = Some(timeout);
         self
     }
 
@@ -660,15 +676,13 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
             Some(spec) => spec,
             None => DevSamples::default().resolve::<P>().0,
         };
-        let hosting = match self.backend.unwrap_or_else(Backend::from_env) {
-            Backend::Embedded => Hosting::LogicalClusters,
-            Backend::KubeApiserver => Hosting::KubeApiservers,
-        };
+        let backend = self.backend.unwrap_or_else(Backend::from_env);
+        let timeout = self.timeout.unwrap_or_else(|| backend.default_timeout());
         let mut builder = TestEnv::builder()
-            .hosting(hosting)
+            .hosting(backend.hosting())
             .provider::<P>()
             .provider_config(config)
-            .timeout(self.timeout);
+            .timeout(timeout);
         if let Some(name) = &self.provider_name {
             builder = builder.provider_name(name);
         }
@@ -683,7 +697,7 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
             shared: Arc::new(Shared {
                 provider_name: provider.name().to_owned(),
                 env,
-                timeout: self.timeout,
+                timeout,
             }),
             runtime: None,
             run: self.run,
@@ -764,7 +778,7 @@ impl<P: Reconcile> TestPlatform<P> {
         TestPlatformBuilder {
             config: None,
             modes: None,
-            timeout: DEFAULT_TIMEOUT,
+            timeout: None,
             provider_name: None,
             backend: None,
             run: RunSettings::default(),
@@ -773,7 +787,7 @@ impl<P: Reconcile> TestPlatform<P> {
     }
 
     /// Starts with the defaults: the sample ProviderConfig, standard mode (and kcp mode for a
-    /// provider declared with `kcp`), [`DEFAULT_TIMEOUT`].
+    /// provider declared with `kcp`), [`Backend::default_timeout`].
     ///
     /// ```
     /// # service_provider::__testing_example_provider!();

@@ -36,7 +36,6 @@ pub(crate) async fn env<P: ServiceProvider>(
         .provider_config(config)
         .kcp(consumers)
         .kcp_options(options)
-        .timeout(kit_timeout())
         .start()
         .await
         .expect("the simulated platform with kcp starts")

@@ -14,7 +14,7 @@ use service_provider::testing::{TestError, TestPlatform, eventually};
 
 use crate::hello::Hello;
 use crate::process::{Deployed, Operated, tempdir};
-use crate::support::{self, TIMEOUT, kit_timeout};
+use crate::support::{self, TIMEOUT};
 use crate::widget::{Size, Widget, WidgetSpec};
 
 const CRD: &str = "widgets.widgets.versions.test";
@@ -96,7 +96,6 @@ async fn objects_convert_through_the_providers_webhook_as_init_wires_it() {
         .provider_name("widget")
         .provider_initialized(false)
         .control_plane("project-w--ws-a", "alpha")
-        .timeout(kit_timeout())
         .start()
         .await
         .expect("the simulated platform starts");
@@ -276,7 +275,6 @@ async fn hellos_stored_at_v1alpha1_are_migrated_to_v1alpha2_losing_nothing() {
         .provider_name("hello")
         .provider_initialized(false)
         .control_plane("project-h--ws-a", "alpha")
-        .timeout(kit_timeout())
         .start()
         .await
         .expect("the simulated platform starts");

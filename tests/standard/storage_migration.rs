@@ -17,7 +17,7 @@ use service_provider::kube::core::GroupVersionKind;
 use service_provider::kube::{Api, ResourceExt};
 use service_provider_runtime::cli::storage_migration::{Migration, PAGE_SIZE, migrate};
 
-use crate::support::{kit_timeout, logs};
+use crate::support::logs;
 
 const CRD: &str = "gizmos.migration.test";
 
@@ -98,7 +98,6 @@ fn stored_versions(crd: &CustomResourceDefinition) -> Vec<String> {
 async fn init_rewrites_stored_objects_at_the_storage_version_and_the_old_one_can_go() {
     logs();
     let env = TestEnv::builder()
-        .timeout(kit_timeout())
         .start()
         .await
         .expect("the simulated platform starts");

@@ -36,7 +36,7 @@ use service_provider::serde::Serialize;
 use service_provider_runtime::openmcp::naming::request_labels;
 
 use crate::process::{Deployed, Operated};
-use crate::support::{self, TIMEOUT, kit_timeout};
+use crate::support::{self, TIMEOUT};
 use service_provider::testing::eventually;
 
 /// The template's Go provider, written with this framework.
@@ -414,8 +414,7 @@ async fn a_go_providers_tenants_are_taken_over_under_the_operators_command_line(
     ];
     let mut builder = TestEnv::builder()
         .provider::<Foo>()
-        .provider_initialized(false)
-        .timeout(kit_timeout());
+        .provider_initialized(false);
     for t in &tenants {
         builder = builder.control_plane(&t.cp.namespace, &t.cp.name);
     }

@@ -20,22 +20,6 @@ use service_provider_runtime::cli::run::Runtime;
 /// Generous: the whole suite shares two cores.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The test kit's patience: [`TIMEOUT`] on the embedded server, five minutes on real
-/// kube-apiservers, where deleting a CRD can take minutes: kube's CRD finalizer lists the
-/// instances through a watch cache that this very listing creates, is refused while it
-/// initialises (`storage is (re)initializing`, apiserver `pkg/storage/cacher/cacher.go:768-771`)
-/// and retries on a per-CRD exponential backoff (apiextensions-apiserver
-/// `pkg/controller/finalizer/crd_finalizer.go:96-98,:310`, up to its five-minute resync). A
-/// tenant's deletion waits for the CRDs it installed, as an operator's would;
-/// operator-framework/operator-controller#1437 saw the same and waits five minutes too. The kit's
-/// waits end as soon as their condition holds, so only a failing test takes longer.
-pub(crate) fn kit_timeout() -> Duration {
-    match service_provider::testing::Backend::from_env() {
-        service_provider::testing::Backend::Embedded => TIMEOUT,
-        service_provider::testing::Backend::KubeApiserver => Duration::from_secs(300),
-    }
-}
-
 /// Installs `tracing` output once when `RUST_LOG` is set (for debugging a failing test).
 pub(crate) fn logs() {
     if std::env::var_os("RUST_LOG").is_some() {
@@ -46,13 +30,11 @@ pub(crate) fn logs() {
     }
 }
 
-/// The author's test kit's platform for provider `P` with ProviderConfig spec `config`, this
-/// suite's [`kit_timeout`] and its logs: add `.modes(..)` if need be, then `.start()`.
+/// The author's test kit's platform for provider `P` with ProviderConfig spec `config` and this
+/// suite's logs: add `.modes(..)` if need be, then `.start()`.
 pub(crate) fn platform<P: Reconcile>(config: impl Serialize) -> TestPlatformBuilder<P> {
     logs();
-    TestPlatform::builder()
-        .provider_config(config)
-        .timeout(kit_timeout())
+    TestPlatform::builder().provider_config(config)
 }
 
 /// The provider's platform client: its ServiceAccount, bound to the generated ClusterRole only.

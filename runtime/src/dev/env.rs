@@ -31,8 +31,6 @@ use crate::openmcp::constants::{CLUSTER_LABEL, PHASE_PROGRESSING, PHASE_READY, P
 use crate::openmcp::{ControlPlane, ControlPlaneSpec, ServiceProviderObject};
 use crate::provider::{ProviderInfo, ServiceProvider};
 
-/// How long `start` waits for clusters, CRDs and ControlPlanes by default.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Field manager of the builder's server-side applies.
 const MANAGER: &str = "service-provider-dev";
 
@@ -80,7 +78,8 @@ pub struct TestEnvBuilder {
     provider: Option<ProviderSetup>,
     kcp: Option<KcpSetup>,
     wait_ready: bool,
-    timeout: Duration,
+    /// `None`: the hosting's [`Hosting::default_timeout`].
+    timeout: Option<Duration>,
     parallelism: usize,
 }
 
@@ -95,7 +94,7 @@ impl Default for TestEnvBuilder {
             provider: None,
             kcp: None,
             wait_ready: true,
-            timeout: DEFAULT_TIMEOUT,
+            timeout: None,
             parallelism: 64,
         }
     }
@@ -160,9 +159,10 @@ impl TestEnvBuilder {
         self
     }
 
-    /// How long `start` waits for each step (default 120 s).
+    /// How long `start` and the environment's waits last (default: the hosting's
+    /// [`Hosting::default_timeout`]).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.timeout = Some(timeout);
         self
     }
 
@@ -263,10 +263,11 @@ impl TestEnvBuilder {
     pub async fn start(self) -> Result<TestEnv, DevError> {
         let started = Instant::now();
         let hosting = self.operator.hosting;
+        let timeout = self.timeout.unwrap_or_else(|| hosting.default_timeout());
         let platform = ClusterHandle::start_own("platform", hosting).await?;
         let onboarding = ClusterHandle::start_own("onboarding", hosting).await?;
-        install_crds(&platform, crate::openmcp::platform_crds(), self.timeout).await?;
-        install_crds(&onboarding, crate::openmcp::onboarding_crds(), self.timeout).await?;
+        install_crds(&platform, crate::openmcp::platform_crds(), timeout).await?;
+        install_crds(&onboarding, crate::openmcp::onboarding_crds(), timeout).await?;
         ensure_namespace(&platform.client(), &self.pod_namespace).await?;
 
         let mut cfg = self.operator.clone();
@@ -274,10 +275,9 @@ impl TestEnvBuilder {
         let operator = Operator::start(platform.clone(), onboarding.clone(), cfg).await?;
 
         let mut provider = match &self.provider {
-            Some(p) => Some(
-                setup_provider(p, &platform, &onboarding, &self.pod_namespace, self.timeout)
-                    .await?,
-            ),
+            Some(p) => {
+                Some(setup_provider(p, &platform, &onboarding, &self.pod_namespace, timeout).await?)
+            }
             None => None,
         };
         let kcp = match &self.kcp {
@@ -286,7 +286,7 @@ impl TestEnvBuilder {
                     .provider
                     .as_ref()
                     .map(|p| (p.name.as_str(), p.manifests.as_slice()));
-                let kcp = crate::dev::kcp::start(setup, p, self.parallelism, self.timeout).await?;
+                let kcp = crate::dev::kcp::start(setup, p, self.parallelism, timeout).await?;
                 if let (Some(p), Some(kubeconfig)) = (provider.as_mut(), kcp.provider_kubeconfig())
                 {
                     let name = format!("{}-kcp-kubeconfig", p.name);
@@ -312,11 +312,11 @@ impl TestEnvBuilder {
             control_planes: cps.clone(),
             provider,
             kcp,
-            timeout: self.timeout,
+            timeout,
         };
         env.create_control_planes(&cps, self.parallelism).await?;
         if self.wait_ready {
-            env.wait_control_planes_ready(&cps, self.timeout).await?;
+            env.wait_control_planes_ready(&cps, timeout).await?;
         }
         tracing::debug!(
             "simulated platform with {} ControlPlanes started in {:?}",

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use service_provider_apiserver::{
     Cluster, ClusterHost, ClusterOptions, CounterKey, Counters, Faults,
@@ -31,6 +32,25 @@ pub enum Hosting {
     /// from each kube-apiserver's audit log; fault injection is the embedded server's and is
     /// not available here.
     KubeApiservers,
+}
+
+impl Hosting {
+    /// How long the simulated platform and the test kit wait for a condition unless told
+    /// otherwise: 2 minutes on embedded clusters, generous for shared CI machines; 5 minutes on
+    /// kube-apiservers, where deleting a CRD can take minutes by itself. Kube's CRD finalizer
+    /// lists the instances through storage it creates on first use, is refused while that
+    /// storage's watch cache initialises (429 `storage is (re)initializing`, apiserver
+    /// `pkg/storage/cacher/cacher.go:768-771`) and retries on a per-CRD exponential backoff
+    /// (apiextensions-apiserver `pkg/controller/finalizer/crd_finalizer.go:96-98,:310`);
+    /// operator-framework/operator-controller#1437 met the same and waits five minutes too. A
+    /// tenant's deletion waits for the CRDs it installed, as an operator's would. Waits end as
+    /// soon as their condition holds, so only a failing test takes longer.
+    pub fn default_timeout(self) -> Duration {
+        match self {
+            Hosting::LogicalClusters | Hosting::Listeners => Duration::from_secs(120),
+            Hosting::KubeApiservers => Duration::from_secs(300),
+        }
+    }
 }
 
 impl Default for Hosting {
