@@ -143,8 +143,9 @@ pub use service_provider_runtime::{
 #[cfg(feature = "dev")]
 pub mod dev {
     pub use service_provider_runtime::dev::{
-        ClusterHandle, ControlPlaneRef, DevError, HostedCluster, Hosting, TestEnv,
+        ClusterHandle, ControlPlaneRef, DevError, HostedCluster, Hosting, KcpOptions, TestEnv,
     };
+    pub use service_provider_runtime::modes::kcp::WorkspaceCredentials;
 
     /// The real kube-apiserver and etcd a test runs on when asked to
     /// (`SERVICE_PROVIDER_TEST_BACKEND=kube-apiserver`).

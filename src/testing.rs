@@ -74,8 +74,10 @@ use serde_json::{Value, json};
 use service_provider_runtime::access::clients::ClientFactory;
 use service_provider_runtime::cli::dev::DevSamples;
 use service_provider_runtime::cli::run::{RunOptions, Runtime};
-use service_provider_runtime::dev::{ClusterHandle, DevError, Hosting, TestEnv};
-use service_provider_runtime::modes::kcp::KcpSettings;
+use service_provider_runtime::dev::{ClusterHandle, DevError, Hosting, KcpOptions, TestEnv};
+use service_provider_runtime::modes::kcp::{
+    KcpSettings, KcpSource, Sharding, WorkspaceCredentials,
+};
 use service_provider_runtime::openmcp::constants::{
     MANAGED_BY_LABEL, ONBOARDING_NAME_LABEL, ONBOARDING_NAMESPACE_LABEL, PURPOSE_WORKLOAD,
 };
@@ -604,6 +606,77 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         self
     }
 
+    /// The embedded kcp's options: its shards, the shortest token lifetime it grants, ….
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// use service_provider::dev::KcpOptions;
+    ///
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    ///     .modes([service_provider::Mode::Kcp])
+    ///     .kcp_options(KcpOptions::default().shards(2))
+    ///     .start()
+    ///     .await?;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub fn kcp_options(mut self, options: KcpOptions) -> Self {
+        self.run.kcp.options = Some(options);
+        self
+    }
+
+    /// How kcp mode obtains the credential it hands to `create_or_update` for each workspace
+    /// (the ProviderConfig's `kcp.credentials`; default: minted tokens valid for an hour).
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// use service_provider::dev::WorkspaceCredentials;
+    ///
+    /// let lifetime = std::time::Duration::from_secs(600);
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    ///     .modes([service_provider::Mode::Kcp])
+    ///     .kcp_workspace_credentials(WorkspaceCredentials::Mint { lifetime })
+    ///     .start()
+    ///     .await?;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub fn kcp_workspace_credentials(mut self, credentials: WorkspaceCredentials) -> Self {
+        self.run.kcp.credentials = Some(credentials);
+        self
+    }
+
+    /// kcp mode creates its APIResourceSchema and creates or updates its APIExport when it
+    /// starts (the ProviderConfig's `kcp.provision`), instead of finding them as `init` left
+    /// them: to test a schema change rolled out by the provider itself.
+    pub fn kcp_provision(mut self) -> Self {
+        self.run.kcp.provision = true;
+        self
+    }
+
+    /// Splits the workspaces into `shares` (`--shard-count`): the provider the platform starts
+    /// serves share 0 (`--shard-index 0`), [replica](TestPlatform::start_replica) `n` share
+    /// `n % shares`; each workspace is served by the one replica whose share it hashes to.
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    ///     .modes([service_provider::Mode::Kcp])
+    ///     .kcp_shares(2)
+    ///     .start()
+    ///     .await?;
+    /// let second_share = platform.start_replica().await?;
+    /// # second_share.stop().await; platform.stop().await; Ok(()) }
+    /// ```
+    pub fn kcp_shares(mut self, shares: u32) -> Self {
+        self.run.kcp.shares = Some(shares);
+        self
+    }
+
     /// Starts the simulated platform with the provider installed as `init` leaves it (CRDs,
     /// ProviderConfig, ServiceProvider, its platform identity), and the provider running in
     /// this process in the chosen modes. Needs a multi-threaded tokio runtime
@@ -688,6 +761,9 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         }
         if kcp {
             builder = builder.kcp(0);
+            if let Some(options) = &self.run.kcp.options {
+                builder = builder.kcp_options(options.clone());
+            }
         }
         let env = builder.start().await?;
         let provider = env.provider().ok_or_else(|| {
@@ -700,6 +776,7 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
                 timeout,
             }),
             runtime: None,
+            kcp_source: None,
             run: self.run,
             modes,
             replicas: std::sync::atomic::AtomicUsize::new(0),
@@ -716,6 +793,18 @@ struct RunSettings {
     leader_election: Option<Option<String>>,
     /// `--metrics-bind-address` and `--health-probe-bind-address` on free local ports.
     serve_endpoints: bool,
+    kcp: KcpRun,
+}
+
+/// How kcp mode runs: the ProviderConfig's and the binary's kcp settings a test may set.
+#[derive(Debug, Clone, Default)]
+struct KcpRun {
+    /// The embedded kcp's options (shards, shortest token lifetime).
+    options: Option<KcpOptions>,
+    credentials: Option<WorkspaceCredentials>,
+    provision: bool,
+    /// How many shares the workspaces are split into; replica `n` serves share `n % shares`.
+    shares: Option<u32>,
 }
 
 /// What tenants and clusters share with their platform.
@@ -744,6 +833,8 @@ struct Shared {
 pub struct TestPlatform<P: Reconcile> {
     shared: Arc<Shared>,
     runtime: Option<Runtime<P>>,
+    /// The running provider's kcp mode, for the in-repo tests' look at its machinery.
+    kcp_source: Option<Arc<KcpSource<P>>>,
     run: RunSettings,
     modes: Vec<Mode>,
     /// Replicas started so far, which names the next one.
@@ -1080,6 +1171,13 @@ impl<P: Reconcile> TestPlatform<P> {
         &self.shared.env
     }
 
+    /// The running provider's kcp mode, for the in-repo tests' look at its machinery (the
+    /// workspaces it engaged, the tokens it minted); not part of the kit's API.
+    #[doc(hidden)]
+    pub fn kcp_source(&self) -> Option<&KcpSource<P>> {
+        self.kcp_source.as_deref()
+    }
+
     /// Starts the provider of a platform started
     /// [without it](TestPlatformBuilder::start_without_provider), in this process, in the
     /// platform's modes and under its generated RBAC.
@@ -1089,7 +1187,9 @@ impl<P: Reconcile> TestPlatform<P> {
                 "the provider is already running: TestPlatform::start_provider is for a platform started with TestPlatformBuilder::start_without_provider, or after TestPlatform::stop_provider".into(),
             ));
         }
-        self.runtime = Some(self.start_runtime("replica-0").await?);
+        let (runtime, kcp_source) = self.start_runtime(0).await?;
+        self.runtime = Some(runtime);
+        self.kcp_source = kcp_source;
         Ok(())
     }
 
@@ -1110,6 +1210,7 @@ impl<P: Reconcile> TestPlatform<P> {
     /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn stop_provider(&mut self) -> Result<(), TestError> {
+        self.kcp_source = None;
         let runtime = self.runtime.take().ok_or_else(|| {
             TestError::Usage(
                 "the provider is not running: TestPlatform::stop_provider stops the provider TestPlatformBuilder::start or TestPlatform::start_provider started".into(),
@@ -1145,15 +1246,21 @@ impl<P: Reconcile> TestPlatform<P> {
             .replicas
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
+        let (runtime, kcp_source) = self.start_runtime(n).await?;
         Ok(Replica {
-            runtime: Some(self.start_runtime(&format!("replica-{n}")).await?),
+            runtime: Some(runtime),
+            kcp_source,
             timeout: self.shared.timeout,
         })
     }
 
     /// Starts the provider once more in this process, in the platform's modes, under its
-    /// generated RBAC, as the replica `identity`.
-    async fn start_runtime(&self, identity: &str) -> Result<Runtime<P>, TestError> {
+    /// generated RBAC, as replica `replica` (`replica-<n>`, and share `n` of kcp's shares).
+    async fn start_runtime(
+        &self,
+        replica: usize,
+    ) -> Result<(Runtime<P>, Option<Arc<KcpSource<P>>>), TestError> {
+        let identity = format!("replica-{replica}");
         let env = &self.shared.env;
         let provider = env.provider().ok_or_else(|| {
             TestError::Start("the simulated platform installed no provider".into())
@@ -1179,7 +1286,7 @@ impl<P: Reconcile> TestPlatform<P> {
         if let Some(lease) = &self.run.leader_election {
             options.leader_elect = true;
             options.leader_election_id.clone_from(lease);
-            options.leader.identity = identity.to_owned();
+            options.leader.identity = identity;
             options.leader.lease_duration = Duration::from_secs(4);
             options.leader.renew_deadline = Duration::from_secs(3);
             options.leader.retry_period = Duration::from_secs(1);
@@ -1193,17 +1300,32 @@ impl<P: Reconcile> TestPlatform<P> {
                 .await
                 .map_err(|e| TestError::Start(format!("standard mode: {e}")))?;
         }
+        let mut kcp_source = None;
         if self.modes.contains(&Mode::Kcp) {
             let kubeconfig = env
                 .kcp()
                 .and_then(|k| k.provider_kubeconfig())
                 .ok_or_else(|| TestError::Start("kcp has no identity for the provider".into()))?;
-            runtime
-                .start_kcp(KcpSettings::new(&P::INFO, kubeconfig.as_bytes()))
-                .await
-                .map_err(|e| TestError::Start(format!("kcp mode: {e}")))?;
+            let mut settings = KcpSettings::new(&P::INFO, kubeconfig.as_bytes());
+            let kcp = &self.run.kcp;
+            if let Some(credentials) = &kcp.credentials {
+                settings.credentials = credentials.clone();
+            }
+            settings.provision = kcp.provision;
+            if let Some(shares) = kcp.shares {
+                let index = u32::try_from(replica).unwrap_or(u32::MAX) % shares.max(1);
+                settings.sharding = Sharding::new(index, shares).map_err(|e| {
+                    TestError::Usage(format!("TestPlatformBuilder::kcp_shares: {e}"))
+                })?;
+            }
+            kcp_source = Some(
+                runtime
+                    .start_kcp(settings)
+                    .await
+                    .map_err(|e| TestError::Start(format!("kcp mode: {e}")))?,
+            );
         }
-        Ok(runtime)
+        Ok((runtime, kcp_source))
     }
 
     /// The provider's metrics in the Prometheus text format, as its `/metrics` serves them:
@@ -1376,6 +1498,7 @@ pub struct Endpoints {
 /// it (without waiting for running reconciles; [`stop`](Self::stop) waits).
 pub struct Replica<P: Reconcile> {
     runtime: Option<Runtime<P>>,
+    kcp_source: Option<Arc<KcpSource<P>>>,
     timeout: Duration,
 }
 
@@ -1400,6 +1523,13 @@ impl<P: Reconcile> Replica<P> {
     /// leader election, a standby counts no reconcile until it leads.
     pub fn metric(&self, series: &str) -> Option<f64> {
         series_value(&self.metrics(), series)
+    }
+
+    /// This replica's kcp mode, for the in-repo tests' look at its machinery (the workspaces it
+    /// engaged, the tokens it minted); not part of the kit's API.
+    #[doc(hidden)]
+    pub fn kcp_source(&self) -> Option<&KcpSource<P>> {
+        self.kcp_source.as_deref()
     }
 
     /// Stops this replica as a pod's SIGTERM would: running reconciles finish and its Lease is

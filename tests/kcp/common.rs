@@ -4,6 +4,8 @@
 //! conditions to wait for.
 
 use serde_json::{Value, json};
+
+pub(crate) use crate::velero_config;
 use service_provider::dev::TestEnv;
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, PostParams};
@@ -14,15 +16,6 @@ use service_provider_runtime::modes::kcp::{KcpSettings, KcpSource};
 use std::sync::Arc;
 
 pub(crate) use crate::support::*;
-
-/// The ProviderConfig spec every Velero test starts from.
-pub(crate) fn velero_config() -> Value {
-    json!({
-        "imageRepository": "registry.test/velero",
-        "versions": [{ "version": "1.15.0" }, { "version": "1.16.1" }],
-        "pollInterval": "1m",
-    })
-}
 
 /// A platform with provider `P` installed and kcp with `consumers` bound consumer workspaces.
 pub(crate) async fn env<P: ServiceProvider>(

@@ -9,51 +9,49 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::json;
 use service_provider::kube::Api;
-use service_provider::kube::api::DeleteParams;
 use service_provider::openmcp::naming::{stable_mcp_namespace, stable_request_name};
 use service_provider::openmcp::{AccessRequest, ClusterRequest};
-use service_provider::{Identity, Location, ResourcePhase};
-use service_provider_apiserver::kcp::KcpOptions;
+use service_provider::testing::{Tenant, TestError, eventually};
+use service_provider::{Location, Mode, ResourcePhase};
 
-use crate::common::{self, TIMEOUT};
+use crate::support::{self, TIMEOUT, ready_condition};
 use crate::velero::Velero;
-use service_provider::testing::eventually;
 
+/// Every workspace's object has this name: each workspace is a tenant of its own.
 const NAME: &str = "velero";
 const FINALIZER: &str = "velero.services.open-control-plane.io/finalizer";
 
-fn kcp_identity(cluster: &str) -> Identity {
-    Identity {
-        cluster: Some(cluster.to_owned()),
-        namespace: "default".to_owned(),
-        name: NAME.to_owned(),
-    }
+/// The workspace's logical cluster name.
+fn cluster(tenant: &Tenant<Velero>) -> &str {
+    tenant.identity().cluster.as_deref().expect("a kcp tenant")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn velero_serves_three_workspaces_and_cleans_up() {
-    let env = common::env::<Velero>(common::velero_config(), 3, KcpOptions::default()).await;
-    let (runtime, source) =
-        common::start::<Velero>(&env, common::settings::<Velero>(&env), |_| {}).await;
-    let consumers = common::consumers(&env);
-    for ws in &consumers {
-        common::create::<Velero>(&env, ws, NAME, json!({ "version": "1.15.0" })).await;
+async fn velero_serves_three_workspaces_and_cleans_up() -> Result<(), TestError> {
+    let platform = support::platform::<Velero>(crate::velero_config())
+        .modes([Mode::Kcp])
+        .start()
+        .await?;
+    let mut consumers = Vec::new();
+    for team in ["team-a", "team-b", "team-c"] {
+        let tenant = platform
+            .create_kcp_tenant(
+                &format!("root:{team}:{NAME}"),
+                json!({ "version": "1.15.0" }),
+            )
+            .await?;
+        assert_eq!(tenant.name(), NAME);
+        consumers.push(tenant);
     }
 
     // Ready, with the status the tenant reads through the workspace URL.
     let mut worker_namespaces = HashSet::new();
     for ws in &consumers {
-        let ready = common::wait(
-            &common::objects::<Velero>(&env, ws),
-            NAME,
-            common::ready::<Velero>,
-        )
-        .await
-        .expect("exists");
+        let ready = ws.wait_ready().await?;
         let status = ready.status.as_ref().expect("status");
         assert_eq!(status.observed_generation, Some(1));
         assert_eq!(status.extra.installed_version.as_deref(), Some("1.15.0"));
-        let (ok, reason, _) = common::ready_condition(&ready).unwrap();
+        let (ok, reason, _) = ready_condition(&ready).unwrap();
         assert_eq!((ok.as_str(), reason.as_str()), ("True", "ReconcileSuccess"));
         assert!(
             ready
@@ -63,7 +61,7 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
                 .flatten()
                 .any(|f| f == FINALIZER)
         );
-        let worker_ns = format!("velero-{}", kcp_identity(&ws.name).stable_id());
+        let worker_ns = format!("velero-{}", ws.identity().stable_id());
         assert_eq!(
             status.extra.worker_namespace.as_deref(),
             Some(worker_ns.as_str())
@@ -106,16 +104,16 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
         );
         worker_namespaces.insert(worker_ns);
         // Velero's API went into the workspace.
-        let crds: Api<CustomResourceDefinition> = Api::all(common::admin(&env, ws));
-        assert!(crds.get_opt("backups.velero.io").await.unwrap().is_some());
+        let crds: Api<CustomResourceDefinition> = Api::all(ws.mcp().client());
+        assert!(crds.get_opt("backups.velero.io").await?.is_some());
     }
     // kcp mode's controller is `<provider>-kcp` in controller-runtime's metrics; each Ready
     // object is due again at the poll interval (`requeue_after`), counted once it returned.
     let metrics = eventually(
         "kcp mode's reconciles to be counted",
-        common::TIMEOUT,
+        TIMEOUT,
         || async {
-            let metrics = runtime.metrics().encode();
+            let metrics = platform.metrics().ok()?;
             let requeued: f64 = metrics
                 .lines()
                 .find_map(|l| {
@@ -128,23 +126,24 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
             (requeued >= 3.0).then_some(metrics)
         },
     )
-    .await.unwrap();
+    .await?;
     assert!(
         !metrics.contains(r#"controller="velero""#),
         "standard mode does not run here, so it has no series:\n{metrics}"
     );
     // The same object name in three workspaces: three tenants.
     assert_eq!(worker_namespaces.len(), 3);
+    let source = platform.kcp_source().expect("kcp mode runs");
     assert_eq!(source.engaged(), 3);
 
     // The worker's kubeconfig (on the shared workload cluster) reaches its own workspace only.
-    let workload = env
+    let workload = platform
         .workload_clusters()
         .into_iter()
         .next()
         .expect("a workload cluster");
-    let kubeconfig_of = |ws: &str| {
-        let ns = format!("velero-{}", kcp_identity(ws).stable_id());
+    let kubeconfig_of = |ws: &Tenant<Velero>| {
+        let ns = format!("velero-{}", ws.identity().stable_id());
         let secrets: Api<Secret> = Api::namespaced(workload.client(), &ns);
         async move {
             let secret = secrets
@@ -155,9 +154,9 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
         }
     };
     let factory = service_provider_runtime::access::clients::ClientFactory::new();
-    let own = kubeconfig_of(&consumers[0].name).await;
+    let own = kubeconfig_of(&consumers[0]).await;
     assert!(
-        own.contains(&format!("/clusters/{}", consumers[0].name)),
+        own.contains(&format!("/clusters/{}", cluster(&consumers[0]))),
         "points at its workspace"
     );
     let client = factory
@@ -170,8 +169,8 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
         .expect("the worker's token works in its own workspace");
     for other in &consumers[1..] {
         let elsewhere = own.replace(
-            &format!("/clusters/{}", consumers[0].name),
-            &format!("/clusters/{}", other.name),
+            &format!("/clusters/{}", cluster(&consumers[0])),
+            &format!("/clusters/{}", cluster(other)),
         );
         let client = factory.client(elsewhere.as_bytes()).await.unwrap();
         let err = Api::<CustomResourceDefinition>::all(client)
@@ -185,19 +184,19 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
     }
 
     // Access objects on the platform: one set per workspace, under `<cluster>_<namespace>`.
+    let platform_client = platform.env().platform().client();
     let mut platform_namespaces = HashSet::new();
     for ws in &consumers {
-        let identity = kcp_identity(&ws.name);
-        let ns = stable_mcp_namespace(NAME, &identity.access_namespace()).unwrap();
+        let ns = stable_mcp_namespace(NAME, &ws.identity().access_namespace()).unwrap();
         let wl = stable_request_name("velero", NAME, "wl").unwrap();
-        let ar = Api::<AccessRequest>::namespaced(env.platform().client(), &ns)
+        let ar = Api::<AccessRequest>::namespaced(platform_client.clone(), &ns)
             .get(&wl)
             .await
             .expect("the workload AccessRequest");
         let labels = ar.metadata.labels.unwrap_or_default();
         assert_eq!(
             labels.get("openmcp.cloud/onboarding-namespace"),
-            Some(&format!("{}_default", ws.name))
+            Some(&format!("{}_default", cluster(ws)))
         );
         platform_namespaces.insert(ns);
     }
@@ -205,37 +204,27 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
 
     // The runtime's ServiceAccount in every workspace, with its grants.
     for ws in &consumers {
-        let sas: Api<ServiceAccount> = Api::namespaced(common::admin(&env, ws), "openmcp-system");
-        assert!(sas.get_opt("velero").await.unwrap().is_some());
+        let sas: Api<ServiceAccount> = Api::namespaced(ws.mcp().client(), "openmcp-system");
+        assert!(sas.get_opt("velero").await?.is_some());
     }
 
     // Delete in the first workspace: the author's delete ran, then workload access, then the
     // workspace credential, then the finalizer.
     let ws = &consumers[0];
-    let veleros = common::objects::<Velero>(&env, ws);
-    veleros
-        .delete(NAME, &DeleteParams::default())
-        .await
-        .unwrap();
-    common::wait(&veleros, NAME, |o: Option<&Velero>| o.is_none()).await;
-    let worker_ns = format!("velero-{}", kcp_identity(&ws.name).stable_id());
-    let namespaces: Api<Namespace> = Api::all(workload.client());
-    common::wait(&namespaces, &worker_ns, |o: Option<&Namespace>| o.is_none()).await;
-    let crds: Api<CustomResourceDefinition> = Api::all(common::admin(&env, ws));
-    common::wait(
-        &crds,
-        "backups.velero.io",
-        |o: Option<&CustomResourceDefinition>| o.is_none(),
-    )
-    .await;
-    let identity = kcp_identity(&ws.name);
-    let ns = stable_mcp_namespace(NAME, &identity.access_namespace()).unwrap();
+    ws.delete().await?;
+    ws.wait_gone().await?;
+    let worker_ns = format!("velero-{}", ws.identity().stable_id());
+    workload.wait_gone::<Namespace>(&worker_ns).await?;
+    ws.mcp()
+        .wait_gone::<CustomResourceDefinition>("backups.velero.io")
+        .await?;
+    let ns = stable_mcp_namespace(NAME, &ws.identity().access_namespace()).unwrap();
     let wl = stable_request_name("velero", NAME, "wl").unwrap();
-    let ars: Api<AccessRequest> = Api::namespaced(env.platform().client(), &ns);
-    common::wait(&ars, &wl, |o: Option<&AccessRequest>| o.is_none()).await;
-    let crs: Api<ClusterRequest> = Api::namespaced(env.platform().client(), &ns);
-    common::wait(&crs, &wl, |o: Option<&ClusterRequest>| o.is_none()).await;
-    let admin = common::admin(&env, ws);
+    let ars: Api<AccessRequest> = Api::namespaced(platform_client.clone(), &ns);
+    support::wait(&ars, &wl, |o: Option<&AccessRequest>| o.is_none()).await;
+    let crs: Api<ClusterRequest> = Api::namespaced(platform_client, &ns);
+    support::wait(&crs, &wl, |o: Option<&ClusterRequest>| o.is_none()).await;
+    let admin = ws.mcp().client();
     let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), "openmcp-system");
     assert!(
         sas.get_opt("velero").await.unwrap().is_none(),
@@ -272,19 +261,14 @@ async fn velero_serves_three_workspaces_and_cleans_up() {
 
     // The other tenants are untouched.
     for other in &consumers[1..] {
-        let o = common::objects::<Velero>(&env, other)
-            .get(NAME)
-            .await
-            .unwrap();
-        assert!(common::ready(Some(&o)));
-        let sas: Api<ServiceAccount> =
-            Api::namespaced(common::admin(&env, other), "openmcp-system");
-        assert!(sas.get_opt("velero").await.unwrap().is_some());
+        assert!(support::ready(Some(&other.get().await?)));
+        let sas: Api<ServiceAccount> = Api::namespaced(other.mcp().client(), "openmcp-system");
+        assert!(sas.get_opt("velero").await?.is_some());
     }
     // One token per workspace so far.
     assert_eq!(source.credentials().minted(), 3);
     // Never refused anything it needs.
-    assert_eq!(env.forbidden_requests(), Vec::<String>::new());
-    let _ = TIMEOUT;
-    common::stop(runtime).await;
+    assert_eq!(platform.env().forbidden_requests(), Vec::<String>::new());
+    platform.stop().await;
+    Ok(())
 }

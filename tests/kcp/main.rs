@@ -23,3 +23,12 @@ mod supplied;
 #[path = "../support/mod.rs"]
 mod support;
 mod tokens;
+
+/// The ProviderConfig spec every Velero test starts from.
+pub(crate) fn velero_config() -> serde_json::Value {
+    serde_json::json!({
+        "imageRepository": "registry.test/velero",
+        "versions": [{ "version": "1.15.0" }, { "version": "1.16.1" }],
+        "pollInterval": "1m",
+    })
+}

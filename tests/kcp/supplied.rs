@@ -4,37 +4,41 @@
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use serde_json::json;
-use service_provider::Identity;
+use service_provider::Mode;
+use service_provider::dev::WorkspaceCredentials;
 use service_provider::kube::Api;
 use service_provider::kube::api::PostParams;
-use service_provider_apiserver::kcp::KcpOptions;
-use service_provider_runtime::modes::kcp::WorkspaceCredentials;
+use service_provider::testing::TestError;
 
-use crate::common;
+use crate::support::{self, ready_condition};
 use crate::velero::Velero;
 
+/// Where the platform puts the workspace kubeconfigs: the provider's own namespace.
+const SECRETS_NAMESPACE: &str = "openmcp-system";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_platform_supplied_kubeconfig_is_used_as_is() {
-    let env = common::env::<Velero>(common::velero_config(), 1, KcpOptions::default()).await;
-    let mut settings = common::settings::<Velero>(&env);
-    settings.credentials = WorkspaceCredentials::Secret {
-        namespace: env.pod_namespace().to_owned(),
-    };
-    let (runtime, source) = common::start::<Velero>(&env, settings, |_| {}).await;
-    let ws = &common::consumers(&env)[0];
-    let api = common::objects::<Velero>(&env, ws);
-    common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
-    let waiting = common::wait(&api, "velero", |o: Option<&Velero>| {
-        o.and_then(common::ready_condition)
-            .is_some_and(|(_, reason, _)| reason == "WaitingForAccess")
-    })
-    .await
-    .unwrap();
-    let (_, _, message) = common::ready_condition(&waiting).unwrap();
-    assert!(message.contains(&format!("kcp-{}", ws.name)), "{message}");
+async fn a_platform_supplied_kubeconfig_is_used_as_is() -> Result<(), TestError> {
+    let platform = support::platform::<Velero>(crate::velero_config())
+        .modes([Mode::Kcp])
+        .kcp_workspace_credentials(WorkspaceCredentials::Secret {
+            namespace: SECRETS_NAMESPACE.into(),
+        })
+        .start()
+        .await?;
+    let ws = platform
+        .create_kcp_tenant("velero", json!({ "version": "1.15.0" }))
+        .await?;
+    let cluster = ws.identity().cluster.clone().expect("a kcp tenant");
+    let waiting = ws
+        .wait_until("to wait for the supplied kubeconfig", |o| {
+            ready_condition(o).is_some_and(|(_, reason, _)| reason == "WaitingForAccess")
+        })
+        .await?;
+    let (_, _, message) = ready_condition(&waiting).unwrap();
+    assert!(message.contains(&format!("kcp-{cluster}")), "{message}");
 
     // The platform operator's identity for the workspace, put into the Secret.
-    let admin = common::admin(&env, ws);
+    let admin = ws.mcp().client();
     let sa: ServiceAccount =
         serde_json::from_value(json!({"metadata": {"name": "platform-issued"}})).unwrap();
     let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), "default");
@@ -58,38 +62,34 @@ async fn a_platform_supplied_kubeconfig_is_used_as_is() {
         .as_str()
         .unwrap()
         .to_owned();
-    let kubeconfig = env.kcp().unwrap().kcp().kubeconfig_for(
-        &ws.name,
+    let kubeconfig = platform.env().kcp().unwrap().kcp().kubeconfig_for(
+        &cluster,
         "system:serviceaccount:default:platform-issued",
         &token,
     );
     let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": format!("kcp-{}", ws.name), "namespace": env.pod_namespace()},
+        "metadata": {"name": format!("kcp-{cluster}"), "namespace": SECRETS_NAMESPACE},
         "stringData": {"kubeconfig": kubeconfig},
     }))
     .unwrap();
-    Api::<Secret>::namespaced(env.platform().client(), env.pod_namespace())
+    Api::<Secret>::namespaced(platform.env().platform().client(), SECRETS_NAMESPACE)
         .create(&PostParams::default(), &secret)
         .await
         .unwrap();
 
-    common::wait(&api, "velero", common::ready::<Velero>).await;
+    ws.wait_ready().await?;
     // The worker got the supplied kubeconfig; nothing was minted or created in the workspace.
-    let identity = Identity {
-        cluster: Some(ws.name.clone()),
-        namespace: "default".into(),
-        name: "velero".into(),
-    };
-    let workload = env.workload_clusters().into_iter().next().unwrap();
+    let workload = platform.workload_clusters().into_iter().next().unwrap();
     let handed = Api::<Secret>::namespaced(
         workload.client(),
-        &format!("velero-{}", identity.stable_id()),
+        &format!("velero-{}", ws.identity().stable_id()),
     )
     .get("tenant-kubeconfig")
     .await
     .unwrap();
     let handed = String::from_utf8(handed.data.unwrap()["kubeconfig"].0.clone()).unwrap();
     assert_eq!(handed, kubeconfig);
+    let source = platform.kcp_source().expect("kcp mode runs");
     assert_eq!(source.credentials().minted(), 0);
     assert!(
         Api::<ServiceAccount>::namespaced(admin, "openmcp-system")
@@ -98,5 +98,7 @@ async fn a_platform_supplied_kubeconfig_is_used_as_is() {
             .unwrap()
             .is_none()
     );
-    common::stop(runtime).await;
+    assert_eq!(platform.env().pod_namespace(), SECRETS_NAMESPACE);
+    platform.stop().await;
+    Ok(())
 }

@@ -7,13 +7,13 @@ use base64::Engine;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::json;
-use service_provider::Identity;
+use service_provider::Mode;
+use service_provider::dev::{KcpOptions, WorkspaceCredentials};
 use service_provider::kube::Api;
 use service_provider::kube::api::{DeleteParams, Patch, PatchParams};
-use service_provider_apiserver::kcp::KcpOptions;
-use service_provider_runtime::modes::kcp::WorkspaceCredentials;
+use service_provider::testing::TestError;
 
-use crate::common;
+use crate::support;
 use crate::velero::Velero;
 
 /// The tokens live this long here (kcp's minimum is lowered for the test).
@@ -45,29 +45,26 @@ fn now() -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
-    let options = KcpOptions::default().min_token_expiration_seconds(1);
-    let env = common::env::<Velero>(common::velero_config(), 1, options).await;
-    let mut settings = common::settings::<Velero>(&env);
-    settings.credentials = WorkspaceCredentials::Mint { lifetime: LIFETIME };
-    let (runtime, source) = common::start::<Velero>(&env, settings, |_| {}).await;
-    let ws = &common::consumers(&env)[0];
-    common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
-    common::wait_ready::<Velero>(&env, [ws], "velero").await;
-
-    let identity = Identity {
-        cluster: Some(ws.name.clone()),
-        namespace: "default".into(),
-        name: "velero".into(),
-    };
-    let workload = env
+async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() -> Result<(), TestError> {
+    let platform = support::platform::<Velero>(crate::velero_config())
+        .modes([Mode::Kcp])
+        .kcp_options(KcpOptions::default().min_token_expiration_seconds(1))
+        .kcp_workspace_credentials(WorkspaceCredentials::Mint { lifetime: LIFETIME })
+        .start()
+        .await?;
+    let ws = platform
+        .create_kcp_tenant("velero", json!({ "version": "1.15.0" }))
+        .await?;
+    ws.wait_ready().await?;
+    let source = platform.kcp_source().expect("kcp mode runs");
+    let workload = platform
         .workload_clusters()
         .into_iter()
         .next()
         .expect("a workload cluster");
     let secrets: Api<Secret> = Api::namespaced(
         workload.client(),
-        &format!("velero-{}", identity.stable_id()),
+        &format!("velero-{}", ws.identity().stable_id()),
     );
     let kubeconfig =
         |s: &Secret| String::from_utf8(s.data.as_ref().unwrap()["kubeconfig"].0.clone()).unwrap();
@@ -78,7 +75,7 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
     // Refreshed at 80% of the lifetime: a new token reaches the worker while the old one is
     // still valid.
     let old = first_token.clone();
-    let refreshed = common::wait(&secrets, "tenant-kubeconfig", move |s: Option<&Secret>| {
+    let refreshed = support::wait(&secrets, "tenant-kubeconfig", move |s: Option<&Secret>| {
         s.is_some_and(|s| token_of(&kubeconfig(s)) != old)
     })
     .await
@@ -104,7 +101,7 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
 
     // Revoked: the tenant's admin deletes the ServiceAccount. The next 401 the runtime sees (on
     // the next reconcile, here triggered by a label) brings a new ServiceAccount and token.
-    Api::<ServiceAccount>::namespaced(common::admin(&env, ws), "openmcp-system")
+    Api::<ServiceAccount>::namespaced(ws.mcp().client(), "openmcp-system")
         .delete("velero", &DeleteParams::default())
         .await
         .unwrap();
@@ -117,15 +114,15 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
         "{err}"
     );
     let second_token = token_of(&second);
-    common::objects::<Velero>(&env, ws)
+    ws.api()
         .patch(
-            "velero",
+            ws.name(),
             &PatchParams::default(),
             &Patch::Merge(json!({ "metadata": { "labels": { "touched": "yes" } } })),
         )
         .await
         .unwrap();
-    let replaced = common::wait(&secrets, "tenant-kubeconfig", move |s: Option<&Secret>| {
+    let replaced = support::wait(&secrets, "tenant-kubeconfig", move |s: Option<&Secret>| {
         s.is_some_and(|s| {
             let token = token_of(&kubeconfig(s));
             token != second_token && token != first_token
@@ -142,13 +139,14 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() {
         .await
         .expect("the replacement token works");
     assert!(
-        Api::<ServiceAccount>::namespaced(common::admin(&env, ws), "openmcp-system")
+        Api::<ServiceAccount>::namespaced(ws.mcp().client(), "openmcp-system")
             .get_opt("velero")
             .await
             .unwrap()
             .is_some(),
         "the ServiceAccount is back"
     );
-    common::wait_ready::<Velero>(&env, [ws], "velero").await;
-    common::stop(runtime).await;
+    ws.wait_ready().await?;
+    platform.stop().await;
+    Ok(())
 }

@@ -105,6 +105,9 @@ pub use env::{ControlPlaneRef, LocalConversionWebhook, ProviderEnv, TestEnv, Tes
 pub use hosting::{ClusterHandle, Hosting};
 pub use kcp::KcpEnv;
 pub use operator::{HostedCluster, Operator, OperatorConfig};
+/// The embedded kcp's options (its shards, the shortest token lifetime it grants), as
+/// [`TestEnvBuilder::kcp_options`] takes them.
+pub use service_provider_apiserver::kcp::KcpOptions;
 
 /// Why the simulated platform could not start or do what was asked.
 #[derive(Debug, thiserror::Error)]
