@@ -11,12 +11,11 @@ use service_provider::kube::Api;
 use service_provider::kube::api::{DeleteParams, ListParams, ObjectMeta};
 use service_provider::openmcp::AccessRequest;
 use service_provider::prelude::*;
-use service_provider_apiserver::kcp::KcpOptions;
+use service_provider::testing::{TestError, eventually};
 use service_provider_runtime::kcp_api::v1alpha2::APIBinding;
 use tokio::sync::Semaphore;
 
-use crate::common;
-use service_provider::testing::eventually;
+use crate::support::{self, TIMEOUT};
 
 /// Install steps that reached the gate.
 static ENTERED: AtomicUsize = AtomicUsize::new(0);
@@ -76,17 +75,20 @@ impl Reconcile for Gated {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_binding_deleted_during_the_install_leaves_no_access_behind() {
-    let env = common::env::<Gated>(json!({ "pollInterval": "1m" }), 1, KcpOptions::default()).await;
-    let (runtime, source) =
-        common::start::<Gated>(&env, common::settings::<Gated>(&env), |_| {}).await;
-    let ws = &common::consumers(&env)[0];
-    common::create::<Gated>(&env, ws, "gated", json!({ "value": "x" })).await;
-    eventually("the install to start", common::TIMEOUT, || async {
+async fn a_binding_deleted_during_the_install_leaves_no_access_behind() -> Result<(), TestError> {
+    let platform = support::platform::<Gated>(json!({ "pollInterval": "1m" }))
+        .modes([Mode::Kcp])
+        .start()
+        .await?;
+    let env = platform.env();
+    let ws = platform
+        .create_kcp_tenant("gated", json!({ "value": "x" }))
+        .await?;
+    let cluster = ws.identity().cluster.clone().expect("a kcp tenant");
+    eventually("the install to start", TIMEOUT, || async {
         (ENTERED.load(Ordering::SeqCst) > 0).then_some(())
     })
-    .await
-    .unwrap();
+    .await?;
     let workload = env
         .workload_clusters()
         .into_iter()
@@ -100,7 +102,7 @@ async fn a_binding_deleted_during_the_install_leaves_no_access_behind() {
             .as_deref()
             .is_some_and(|n| n.starts_with("gated-"))
     }));
-    let admin = common::admin(&env, ws);
+    let admin = ws.mcp().client();
     let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), "openmcp-system");
     assert!(
         sas.get_opt("gated").await.unwrap().is_some(),
@@ -117,14 +119,12 @@ async fn a_binding_deleted_during_the_install_leaves_no_access_behind() {
     // The install finishes (its result no longer matters); every later one passes at once.
     GATE.add_permits(1000);
 
-    common::wait(&bindings, &export, |o: Option<&APIBinding>| o.is_none()).await;
-    eventually(
-        "the workspace to be disengaged",
-        common::TIMEOUT,
-        || async { (!source.is_engaged(&ws.name)).then_some(()) },
-    )
-    .await
-    .unwrap();
+    support::wait(&bindings, &export, |o: Option<&APIBinding>| o.is_none()).await;
+    let source = platform.kcp_source().expect("kcp mode runs");
+    eventually("the workspace to be disengaged", TIMEOUT, || async {
+        (!source.is_engaged(&cluster)).then_some(())
+    })
+    .await?;
     assert!(
         sas.get_opt("gated").await.unwrap().is_none(),
         "the ServiceAccount is revoked"
@@ -155,9 +155,10 @@ async fn a_binding_deleted_during_the_install_leaves_no_access_behind() {
         .unwrap();
     assert_eq!(requests.items.len(), 0, "no AccessRequest left");
     assert_eq!(
-        service_provider_runtime::controller::Source::keys(&*source),
+        service_provider_runtime::controller::Source::keys(source),
         Vec::<service_provider::Identity>::new(),
         "nothing left to reconcile"
     );
-    common::stop(runtime).await;
+    platform.stop().await;
+    Ok(())
 }

@@ -10,7 +10,7 @@ use service_provider::kube::api::ObjectMeta;
 use service_provider::prelude::*;
 use service_provider::testing::TestError;
 
-use crate::common;
+use crate::support;
 
 /// A provider that runs its controller in the tenant cluster, as classic providers do.
 #[service_provider(
@@ -75,7 +75,7 @@ impl Reconcile for Classic {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workloads_in_a_workspace_are_explained() -> Result<(), TestError> {
-    let platform = common::platform::<Classic>(json!({ "pollInterval": "1m" }))
+    let platform = support::platform::<Classic>(json!({ "pollInterval": "1m" }))
         .modes([Mode::Kcp])
         .start()
         .await?;
@@ -84,10 +84,10 @@ async fn workloads_in_a_workspace_are_explained() -> Result<(), TestError> {
         .await?;
     let object = tenant
         .wait_until("to say its workloads cannot run", |o| {
-            common::ready_condition(o).is_some_and(|(status, _, _)| status == "False")
+            support::ready_condition(o).is_some_and(|(status, _, _)| status == "False")
         })
         .await?;
-    let (_, reason, message) = common::ready_condition(&object).unwrap();
+    let (_, reason, message) = support::ready_condition(&object).unwrap();
     assert_eq!(reason, "WorkloadsNotServedInWorkspace", "{message}");
     assert!(
         message.contains("apps/v1 deployments is not served in kcp workspace"),

@@ -1,41 +1,59 @@
 //! Several replicas: workspaces sharded by a stable hash of the logical cluster name, so no
 //! workspace is reconciled by two replicas; and leader election on kcp mode's own Lease.
 
-use std::time::Duration;
-
 use k8s_openapi::api::coordination::v1::Lease;
 use serde_json::json;
+use service_provider::Mode;
 use service_provider::kube::Api;
-use service_provider::kube::api::DeleteParams;
-use service_provider_apiserver::kcp::KcpOptions;
+use service_provider::testing::{Tenant, TestError, eventually};
 use service_provider_runtime::modes::kcp::Sharding;
 
-use crate::common::{self, TIMEOUT};
+use crate::support::TIMEOUT;
 use crate::velero::Velero;
-use service_provider::testing::eventually;
 
 const CONSUMERS: usize = 6;
 
+/// `n` workspaces `team-0` … with a Velero each, all Ready.
+async fn tenants(
+    platform: &service_provider::testing::TestPlatform<Velero>,
+    n: usize,
+) -> Result<Vec<Tenant<Velero>>, TestError> {
+    let mut tenants = Vec::new();
+    for i in 0..n {
+        tenants.push(
+            platform
+                .create_kcp_tenant(&format!("team-{i}"), json!({ "version": "1.15.0" }))
+                .await?,
+        );
+    }
+    for tenant in &tenants {
+        tenant.wait_ready().await?;
+    }
+    Ok(tenants)
+}
+
+fn cluster(tenant: &Tenant<Velero>) -> &str {
+    tenant.identity().cluster.as_deref().expect("a kcp tenant")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_shares_split_the_workspaces() {
-    let env =
-        common::env::<Velero>(common::velero_config(), CONSUMERS, KcpOptions::default()).await;
-    let consumers = common::consumers(&env);
-    let mut replicas = Vec::new();
-    for index in 0..2 {
-        let mut settings = common::settings::<Velero>(&env);
-        settings.sharding = Sharding::new(index, 2).unwrap();
-        replicas.push(common::start::<Velero>(&env, settings, |_| {}).await);
-    }
-    for ws in &consumers {
-        common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
-    }
-    common::wait_ready::<Velero>(&env, &consumers, "velero").await;
+async fn two_shares_split_the_workspaces() -> Result<(), TestError> {
+    let platform = crate::support::platform::<Velero>(crate::velero_config())
+        .modes([Mode::Kcp])
+        .kcp_shares(2)
+        .start()
+        .await?;
+    let second = platform.start_replica().await?;
+    let consumers = tenants(&platform, CONSUMERS).await?;
     // Each replica minted tokens only for the workspaces of its share: every workspace was
     // served by exactly one of them.
-    for (index, (_, source)) in replicas.iter().enumerate() {
+    let sources = [
+        platform.kcp_source().expect("kcp mode runs"),
+        second.kcp_source().expect("kcp mode runs"),
+    ];
+    for (index, source) in sources.iter().enumerate() {
         let share = Sharding::new(index as u32, 2).unwrap();
-        let owned = consumers.iter().filter(|ws| share.owns(&ws.name)).count() as u64;
+        let owned = consumers.iter().filter(|t| share.owns(cluster(t))).count() as u64;
         assert_eq!(source.credentials().minted(), owned, "replica {index}");
         assert_eq!(
             source.engaged(),
@@ -43,66 +61,60 @@ async fn two_shares_split_the_workspaces() {
             "every replica watches every workspace"
         );
     }
-    for (runtime, _) in replicas {
-        common::stop(runtime).await;
-    }
+    second.stop().await;
+    platform.stop().await;
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kcp_mode_elects_a_leader_on_its_own_lease() {
-    let env = common::env::<Velero>(common::velero_config(), 2, KcpOptions::default()).await;
-    let consumers = common::consumers(&env);
-    let start = |identity: &'static str| {
-        let env = &env;
-        async move {
-            common::start::<Velero>(env, common::settings::<Velero>(env), |options| {
-                options.leader_elect = true;
-                options.leader.identity = identity.to_owned();
-                options.leader.lease_duration = Duration::from_secs(4);
-                options.leader.renew_deadline = Duration::from_secs(3);
-                options.leader.retry_period = Duration::from_secs(1);
-            })
-            .await
-        }
-    };
-    let first = start("replica-a").await;
-    let second = start("replica-b").await;
-    for ws in &consumers {
-        common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
-    }
-    common::wait_ready::<Velero>(&env, &consumers, "velero").await;
-    let leases: Api<Lease> = Api::namespaced(env.platform().client(), env.pod_namespace());
-    let lease = leases.get("velero-kcp").await.expect("kcp mode's Lease");
+async fn kcp_mode_elects_a_leader_on_its_own_lease() -> Result<(), TestError> {
+    let mut platform = crate::support::platform::<Velero>(crate::velero_config())
+        .modes([Mode::Kcp])
+        .leader_election()
+        .start()
+        .await?;
+    let second = platform.start_replica().await?;
+    let consumers = tenants(&platform, 2).await?;
+    let leases: Api<Lease> = Api::namespaced(
+        platform.env().platform().client(),
+        platform.env().pod_namespace(),
+    );
+    let lease = leases.get("velero-kcp").await?;
     let holder = lease.spec.unwrap().holder_identity.unwrap();
     let (a, b) = (
-        first.1.credentials().minted(),
-        second.1.credentials().minted(),
+        platform.kcp_source().unwrap().credentials().minted(),
+        second.kcp_source().unwrap().credentials().minted(),
     );
     assert!(a == 0 || b == 0, "only the leader reconciles ({a}, {b})");
     assert_eq!(a + b, consumers.len() as u64);
-    let (leader, standby, standby_identity) = if a > 0 {
-        (first, second, "replica-b")
+    let (leader, standby) = if a > 0 {
+        ("replica-0", "replica-1")
     } else {
-        (second, first, "replica-a")
+        ("replica-1", "replica-0")
     };
-    assert_ne!(holder, standby_identity, "the leader holds the Lease");
+    assert_eq!(holder, leader, "the leader holds the Lease");
 
     // The leader stops; the standby takes over and handles the next change.
-    common::stop(leader.0).await;
-    let veleros = common::objects::<Velero>(&env, &consumers[0]);
-    veleros
-        .delete("velero", &DeleteParams::default())
-        .await
-        .unwrap();
-    common::wait(&veleros, "velero", |o: Option<&Velero>| o.is_none()).await;
+    let second = if leader == "replica-0" {
+        platform.stop_provider().await?;
+        Some(second)
+    } else {
+        second.stop().await;
+        None
+    };
+    consumers[0].delete().await?;
+    consumers[0].wait_gone().await?;
     eventually("the standby to hold the Lease", TIMEOUT, || {
         let leases = leases.clone();
         async move {
             let lease = leases.get("velero-kcp").await.ok()?;
-            (lease.spec?.holder_identity? == standby_identity).then_some(())
+            (lease.spec?.holder_identity? == standby).then_some(())
         }
     })
-    .await
-    .unwrap();
-    common::stop(standby.0).await;
+    .await?;
+    if let Some(second) = second {
+        second.stop().await;
+    }
+    platform.stop().await;
+    Ok(())
 }
