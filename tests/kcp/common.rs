@@ -1,7 +1,8 @@
-//! Shared set-up: a simulated platform with kcp (a provider workspace exporting the provider's
-//! API and consumer workspaces bound to it), the provider running in this process under its
-//! generated RBAC on the platform and its generated ClusterRole in the provider workspace, and
-//! conditions to wait for.
+//! What the kit does not model, for the three kcp tests that need it: a platform whose
+//! consumer workspaces exist before the provider starts and whose kcp shards a test faults
+//! (`faults`), the provider's kcp settings read from its ProviderConfig (`config`), and two
+//! releases of a provider with different types serving one platform in turn (`schema`). Every
+//! other kcp test uses the author's test kit (`service_provider::testing`).
 
 use serde_json::{Value, json};
 

@@ -12,7 +12,8 @@ use service_provider_apiserver::kcp::KcpOptions;
 use service_provider_runtime::kcp_api::{APIResourceSchema, v1alpha2};
 
 use crate::common;
-use service_provider::testing::eventually;
+use service_provider::Mode;
+use service_provider::testing::{TestError, eventually, wait_for_object};
 
 /// The provider as first released.
 mod v1 {
@@ -113,14 +114,21 @@ mod v3 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_additive_version_serves_beside_the_old_one_in_every_workspace() {
-    let env =
-        common::env::<v3::Widget>(json!({ "pollInterval": "1m" }), 1, KcpOptions::default()).await;
-    let consumers = common::consumers(&env);
-    let mut settings = common::settings::<v3::Widget>(&env);
-    settings.provision = true;
-    let (runtime, _) = common::start::<v3::Widget>(&env, settings, |_| {}).await;
-    let ws = &consumers[0];
+async fn an_additive_version_serves_beside_the_old_one_in_every_workspace() -> Result<(), TestError>
+{
+    let platform = crate::support::platform::<v3::Widget>(json!({ "pollInterval": "1m" }))
+        .modes([Mode::Kcp])
+        .kcp_provision()
+        .start()
+        .await?;
+    let ws = platform
+        .create_kcp_tenant("widget", json!({ "size": 1 }))
+        .await?;
+    ws.wait_ready().await?;
+    // One object per workspace is served: the kit's goes, so that one written at v1alpha1
+    // is the workspace's.
+    ws.delete().await?;
+    ws.wait_gone().await?;
     let at = |version: &str| {
         let resource = ApiResource::from_gvk_with_plural(
             &service_provider::kube::core::GroupVersionKind::gvk(
@@ -131,7 +139,7 @@ async fn an_additive_version_serves_beside_the_old_one_in_every_workspace() {
             "widgets",
         );
         (
-            Api::<DynamicObject>::namespaced_with(common::admin(&env, ws), "default", &resource),
+            Api::<DynamicObject>::namespaced_with(ws.mcp().client(), "default", &resource),
             resource,
         )
     };
@@ -144,15 +152,10 @@ async fn an_additive_version_serves_beside_the_old_one_in_every_workspace() {
     eventually("v1alpha1 to be served", common::TIMEOUT, || async {
         v1alpha1.create(&PostParams::default(), &widget).await.ok()
     })
-    .await
-    .unwrap();
-    let ready = common::wait(
-        &common::objects::<v3::Widget>(&env, ws),
-        "old",
-        common::ready::<v3::Widget>,
-    )
-    .await
-    .unwrap();
+    .await?;
+    let ready = wait_for_object(ws.api(), "old", common::TIMEOUT, common::ready)
+        .await?
+        .expect("it exists");
     assert_eq!(
         (ready.spec.size, ready.spec.color.as_deref()),
         (3, Some("red"))
@@ -173,7 +176,8 @@ async fn an_additive_version_serves_beside_the_old_one_in_every_workspace() {
         v1alpha2.get("new").await.unwrap().data["spec"],
         json!({ "size": 4, "shape": "round" })
     );
-    common::stop(runtime).await;
+    platform.stop().await;
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

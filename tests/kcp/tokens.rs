@@ -68,9 +68,12 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() -> Result
     );
     let kubeconfig =
         |s: &Secret| String::from_utf8(s.data.as_ref().unwrap()["kubeconfig"].0.clone()).unwrap();
+    // Read after the count: a refresh in between (the machine may be slow enough for 80% of the
+    // lifetime to pass since Ready) only makes the token newer than the count says.
+    let minted_before = source.credentials().minted();
+    assert!(minted_before >= 1, "a token was minted for the worker");
     let first = kubeconfig(&secrets.get("tenant-kubeconfig").await.unwrap());
     let first_token = token_of(&first);
-    assert_eq!(source.credentials().minted(), 1);
 
     // Refreshed at 80% of the lifetime: a new token reaches the worker while the old one is
     // still valid.
@@ -93,10 +96,9 @@ async fn tokens_are_refreshed_before_expiry_and_replaced_after_a_401() -> Result
         .get("backups.velero.io")
         .await
         .expect("the refreshed token works");
-    assert_eq!(
-        source.credentials().minted(),
-        2,
-        "one new token per refresh"
+    assert!(
+        source.credentials().minted() > minted_before,
+        "the refresh minted a new token"
     );
 
     // Revoked: the tenant's admin deletes the ServiceAccount. The next 401 the runtime sees (on
