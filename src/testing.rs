@@ -626,8 +626,9 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         self
     }
 
-    /// How kcp mode obtains the credential it hands to `create_or_update` for each workspace
-    /// (the ProviderConfig's `kcp.credentials`; default: minted tokens valid for an hour).
+    /// How kcp mode obtains the credential it hands to `create_or_update` for each workspace:
+    /// `--kcp-token-lifetime` (`Mint { lifetime }`) or `--kcp-credentials-secret-namespace`
+    /// (`Secret { namespace }`); default: minted tokens valid for an hour.
     ///
     /// ```
     /// # service_provider::__testing_example_provider!();
@@ -648,15 +649,15 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         self
     }
 
-    /// kcp mode creates its APIResourceSchema and creates or updates its APIExport when it
-    /// starts (the ProviderConfig's `kcp.provision`), instead of finding them as `init` left
-    /// them: to test a schema change rolled out by the provider itself.
+    /// `--provision-apiexport`: kcp mode creates its APIResourceSchema and creates or updates
+    /// its APIExport when it starts, instead of finding them as `init` left them: to test a
+    /// schema change rolled out by the provider itself.
     pub fn kcp_provision(mut self) -> Self {
         self.run.kcp.provision = true;
         self
     }
 
-    /// Splits the workspaces into `shares` (`--shard-count`): the provider the platform starts
+    /// `--shard-count`: splits the workspaces into `shares`; the provider the platform starts
     /// serves share 0 (`--shard-index 0`), [replica](TestPlatform::start_replica) `n` share
     /// `n % shares`; each workspace is served by the one replica whose share it hashes to.
     ///
@@ -796,7 +797,7 @@ struct RunSettings {
     kcp: KcpRun,
 }
 
-/// How kcp mode runs: the ProviderConfig's and the binary's kcp settings a test may set.
+/// How kcp mode runs: the binary's kcp flags a test may set, and the embedded kcp's options.
 #[derive(Debug, Clone, Default)]
 struct KcpRun {
     /// The embedded kcp's options (shards, shortest token lifetime).
