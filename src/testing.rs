@@ -734,7 +734,18 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
                     .into(),
             ));
         }
+        if self.run.kcp.shares == Some(0) {
+            return Err(TestError::Usage(
+                "TestPlatformBuilder::kcp_shares(0) would serve no workspace; give at least 1"
+                    .into(),
+            ));
+        }
         let kcp = modes.contains(&Mode::Kcp);
+        if let Some(option) = self.run.kcp.first_set().filter(|_| !kcp) {
+            return Err(TestError::Usage(format!(
+                "TestPlatformBuilder::{option} configures kcp mode, which this platform does not run (modes {modes:?}); keep Mode::Kcp in TestPlatformBuilder::modes, or drop {option}"
+            )));
+        }
         if kcp && !info.kcp {
             return Err(TestError::Usage(format!(
                 "{} is declared without `kcp` in #[service_provider(...)], so it has no kcp mode to test; add `kcp` to the attribute or test Mode::Standard only",
@@ -806,6 +817,20 @@ struct KcpRun {
     provision: bool,
     /// How many shares the workspaces are split into; replica `n` serves share `n % shares`.
     shares: Option<u32>,
+}
+
+impl KcpRun {
+    /// The builder method of the first kcp setting given, if any.
+    fn first_set(&self) -> Option<&'static str> {
+        [
+            (self.options.is_some(), "kcp_options"),
+            (self.credentials.is_some(), "kcp_workspace_credentials"),
+            (self.provision, "kcp_provision"),
+            (self.shares.is_some(), "kcp_shares"),
+        ]
+        .into_iter()
+        .find_map(|(set, option)| set.then_some(option))
+    }
 }
 
 /// What tenants and clusters share with their platform.
@@ -1314,7 +1339,8 @@ impl<P: Reconcile> TestPlatform<P> {
             }
             settings.provision = kcp.provision;
             if let Some(shares) = kcp.shares {
-                let index = u32::try_from(replica).unwrap_or(u32::MAX) % shares.max(1);
+                // `start_without_provider` refused 0 shares.
+                let index = u32::try_from(replica % shares as usize).unwrap_or_default();
                 settings.sharding = Sharding::new(index, shares).map_err(|e| {
                     TestError::Usage(format!("TestPlatformBuilder::kcp_shares: {e}"))
                 })?;

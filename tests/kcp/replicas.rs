@@ -118,3 +118,30 @@ async fn kcp_mode_elects_a_leader_on_its_own_lease() -> Result<(), TestError> {
     platform.stop().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kcp_settings_without_kcp_mode_are_refused() {
+    let refused = |builder: service_provider::testing::TestPlatformBuilder<Velero>| async move {
+        match builder.start_without_provider().await {
+            Err(TestError::Usage(message)) => message,
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    };
+    let message = refused(
+        crate::support::platform::<Velero>(crate::velero_config())
+            .modes([Mode::Standard])
+            .kcp_shares(2),
+    )
+    .await;
+    assert!(
+        message.contains("kcp_shares") && message.contains("Mode::Kcp"),
+        "{message}"
+    );
+    let message = refused(
+        crate::support::platform::<Velero>(crate::velero_config())
+            .modes([Mode::Kcp])
+            .kcp_shares(0),
+    )
+    .await;
+    assert!(message.contains("kcp_shares(0)"), "{message}");
+}
