@@ -251,17 +251,18 @@ fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> TestError {
 /// The provider the kit's own rustdoc examples run, so that each example starts a real platform
 /// in a few hidden lines: `Hello` greets `greeting` in ConfigMap `default/hello` of the tenant's
 /// cluster, refuses a `version` the ProviderConfig does not offer, and removes the greeting on
-/// delete. Not for providers' tests (hidden from the docs; may change at any time).
+/// delete; `__testing_example_provider!(kcp)` declares it with kcp mode too. Not for providers'
+/// tests (hidden from the docs; may change at any time).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __testing_example_provider {
-    () => {
+    ($($kcp:ident)?) => {
         use $crate::k8s_openapi::api::core::v1::ConfigMap;
         use $crate::kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams};
         use $crate::prelude::*;
 
         /// Greets a tenant.
-        #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello")]
+        #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello" $(, $kcp)?)]
         pub struct HelloSpec {
             /// Whom to greet.
             #[serde(default)]
@@ -609,7 +610,7 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
     /// The embedded kcp's options: its shards, the shortest token lifetime it grants, ….
     ///
     /// ```
-    /// # service_provider::__testing_example_provider!();
+    /// # service_provider::__testing_example_provider!(kcp);
     /// # #[tokio::main(flavor = "multi_thread")]
     /// # async fn main() -> Result<(), service_provider::testing::TestError> {
     /// use service_provider::dev::KcpOptions;
@@ -631,7 +632,7 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
     /// (`Secret { namespace }`); default: minted tokens valid for an hour.
     ///
     /// ```
-    /// # service_provider::__testing_example_provider!();
+    /// # service_provider::__testing_example_provider!(kcp);
     /// # #[tokio::main(flavor = "multi_thread")]
     /// # async fn main() -> Result<(), service_provider::testing::TestError> {
     /// use service_provider::dev::WorkspaceCredentials;
@@ -662,7 +663,7 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
     /// `n % shares`; each workspace is served by the one replica whose share it hashes to.
     ///
     /// ```
-    /// # service_provider::__testing_example_provider!();
+    /// # service_provider::__testing_example_provider!(kcp);
     /// # #[tokio::main(flavor = "multi_thread")]
     /// # async fn main() -> Result<(), service_provider::testing::TestError> {
     /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
