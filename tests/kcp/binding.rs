@@ -84,7 +84,7 @@ async fn a_binding_deleted_during_the_install_leaves_no_access_behind() -> Resul
     let ws = platform
         .create_kcp_tenant("gated", json!({ "value": "x" }))
         .await?;
-    let cluster = ws.identity().cluster.clone().expect("a kcp tenant");
+    let cluster = crate::workspace_cluster(&ws).to_owned();
     eventually("the install to start", TIMEOUT, || async {
         (ENTERED.load(Ordering::SeqCst) > 0).then_some(())
     })

@@ -21,11 +21,6 @@ use crate::velero::Velero;
 const NAME: &str = "velero";
 const FINALIZER: &str = "velero.services.open-control-plane.io/finalizer";
 
-/// The workspace's logical cluster name.
-fn cluster(tenant: &Tenant<Velero>) -> &str {
-    tenant.identity().cluster.as_deref().expect("a kcp tenant")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn velero_serves_three_workspaces_and_cleans_up() -> Result<(), TestError> {
     let platform = support::platform::<Velero>(crate::velero_config())
@@ -156,7 +151,10 @@ async fn velero_serves_three_workspaces_and_cleans_up() -> Result<(), TestError>
     let factory = service_provider_runtime::access::clients::ClientFactory::new();
     let own = kubeconfig_of(&consumers[0]).await;
     assert!(
-        own.contains(&format!("/clusters/{}", cluster(&consumers[0]))),
+        own.contains(&format!(
+            "/clusters/{}",
+            crate::workspace_cluster(&consumers[0])
+        )),
         "points at its workspace"
     );
     let client = factory
@@ -169,8 +167,8 @@ async fn velero_serves_three_workspaces_and_cleans_up() -> Result<(), TestError>
         .expect("the worker's token works in its own workspace");
     for other in &consumers[1..] {
         let elsewhere = own.replace(
-            &format!("/clusters/{}", cluster(&consumers[0])),
-            &format!("/clusters/{}", cluster(other)),
+            &format!("/clusters/{}", crate::workspace_cluster(&consumers[0])),
+            &format!("/clusters/{}", crate::workspace_cluster(other)),
         );
         let client = factory.client(elsewhere.as_bytes()).await.unwrap();
         let err = Api::<CustomResourceDefinition>::all(client)
@@ -196,7 +194,7 @@ async fn velero_serves_three_workspaces_and_cleans_up() -> Result<(), TestError>
         let labels = ar.metadata.labels.unwrap_or_default();
         assert_eq!(
             labels.get("openmcp.cloud/onboarding-namespace"),
-            Some(&format!("{}_default", cluster(ws)))
+            Some(&format!("{}_default", crate::workspace_cluster(ws)))
         );
         platform_namespaces.insert(ns);
     }

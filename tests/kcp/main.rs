@@ -24,6 +24,13 @@ mod supplied;
 mod support;
 mod tokens;
 
+/// The logical cluster name of a kcp tenant's workspace.
+pub(crate) fn workspace_cluster<P: service_provider::Reconcile>(
+    tenant: &service_provider::testing::Tenant<P>,
+) -> &str {
+    tenant.identity().cluster.as_deref().expect("a kcp tenant")
+}
+
 /// The ProviderConfig spec every Velero test starts from.
 pub(crate) fn velero_config() -> serde_json::Value {
     serde_json::json!({

@@ -32,10 +32,6 @@ async fn tenants(
     Ok(tenants)
 }
 
-fn cluster(tenant: &Tenant<Velero>) -> &str {
-    tenant.identity().cluster.as_deref().expect("a kcp tenant")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_shares_split_the_workspaces() -> Result<(), TestError> {
     let platform = crate::support::platform::<Velero>(crate::velero_config())
@@ -53,7 +49,10 @@ async fn two_shares_split_the_workspaces() -> Result<(), TestError> {
     ];
     for (index, source) in sources.iter().enumerate() {
         let share = Sharding::new(index as u32, 2).unwrap();
-        let owned = consumers.iter().filter(|t| share.owns(cluster(t))).count() as u64;
+        let owned = consumers
+            .iter()
+            .filter(|t| share.owns(crate::workspace_cluster(t)))
+            .count() as u64;
         assert_eq!(source.credentials().minted(), owned, "replica {index}");
         assert_eq!(
             source.engaged(),

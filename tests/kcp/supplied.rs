@@ -28,7 +28,7 @@ async fn a_platform_supplied_kubeconfig_is_used_as_is() -> Result<(), TestError>
     let ws = platform
         .create_kcp_tenant("velero", json!({ "version": "1.15.0" }))
         .await?;
-    let cluster = ws.identity().cluster.clone().expect("a kcp tenant");
+    let cluster = crate::workspace_cluster(&ws).to_owned();
     let waiting = ws
         .wait_until("to wait for the supplied kubeconfig", |o| {
             ready_condition(o).is_some_and(|(_, reason, _)| reason == "WaitingForAccess")
