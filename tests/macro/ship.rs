@@ -147,6 +147,13 @@ fn the_image_binary_is_a_production_provider() {
         args.join(" "),
         String::from_utf8_lossy(&output.stderr)
     );
+    // Cargo replays a fresh crate's warnings, so this holds on a warm target directory too.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("warning:"),
+        "the Dockerfile's build warns; code that only `dev` uses belongs behind that feature, \
+         since every provider's release build compiles without it:\n{stderr}"
+    );
     let binary = dockerfile_copied_binary(&dockerfile);
     let bytes = std::fs::read(&binary)
         .unwrap_or_else(|e| panic!("the Dockerfile copies {}: {e}", binary.display()));

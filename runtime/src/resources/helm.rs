@@ -184,7 +184,8 @@ impl ChartKind {
             .any(|(group, kinds)| *group == self.group() && kinds.contains(&self.kind.as_str()))
     }
 
-    /// Parses one entry of [`CHART_KINDS_ANNOTATION`].
+    /// Parses one entry of [`CHART_KINDS_ANNOTATION`], which only the Flux stand-in reads back.
+    #[cfg(any(test, feature = "dev"))]
     pub(crate) fn parse(entry: &str) -> Option<Self> {
         let (api_version, kind) = entry.trim().rsplit_once('/')?;
         (!api_version.is_empty() && !kind.is_empty()).then(|| ChartKind::new(api_version, kind))
