@@ -1,6 +1,7 @@
-//! Tests of `#[service_provider]` and everything generated from it: the compile errors and passing
-//! declarations (trybuild, `ui-tests/`), the CRDs against hand-written kube-derive, the structural
-//! schema rules, kcp schema naming and the checked-in manifests.
+//! Tests of `#[service_provider]` and everything generated from it: the CRDs against hand-written
+//! kube-derive, the structural schema rules, kcp schema naming and the checked-in manifests. The
+//! macro's compile errors and passing declarations are trybuild cases in `ui-tests/`, a package of
+//! its own (see its manifest for why).
 
 // The examples are compiled in here as modules (a binary's `pub` items are unreachable in a
 // module, hence the allows), so their manifests are checked in-process; the
@@ -34,7 +35,6 @@ mod real_rules;
 mod schema_names;
 mod ship;
 mod structural;
-mod ui;
 mod versions;
 #[allow(unreachable_pub)]
 #[path = "../support/widget.rs"]

@@ -55,7 +55,7 @@ pub struct Style {
 }
 
 fn main() {
-    use service_provider_runtime::JsonFields;
+    use service_provider::__private::runtime::JsonFields;
     assert_eq!(<Pair<u8> as JsonFields>::FIELDS, ["left", "right"]);
     assert_eq!(<Style as JsonFields>::FIELDS, ["color", "attributes"]);
     let spec = ShapeSpec { form: Form::Circle, sizes: Pair { left: 1, right: 2 }, style: Style { color: "red".into(), attributes: BTreeMap::new() } };

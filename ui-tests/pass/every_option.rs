@@ -70,7 +70,7 @@ impl Reconcile for Everything {
 fn main() {
     use service_provider::kube::CustomResourceExt;
     use service_provider::WorkloadCluster;
-    use service_provider_runtime::tenant::WorkloadAccess;
+    use service_provider::__private::runtime::tenant::WorkloadAccess;
 
     assert_eq!(<Everything as ServiceProvider>::INFO.kcp, true);
     assert_eq!(<<Everything as ServiceProvider>::WorkloadCluster as WorkloadAccess>::MODE, WorkloadCluster::Optional);

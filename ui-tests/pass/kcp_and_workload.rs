@@ -46,7 +46,7 @@ fn main() {
         .collect();
     assert_eq!(versions, ["v1", "v1beta1"]);
     // kcp requires a conversion for more than one version; the versions share one spec type.
-    assert_eq!(schema.object["spec"]["conversion"], serde_json::json!({ "strategy": "None" }));
+    assert_eq!(schema.object["spec"]["conversion"], service_provider::serde_json::json!({ "strategy": "None" }));
     let export = manifests.iter().find(|m| m.path == "kcp/apiexport.yaml").unwrap();
     assert_eq!(export.name(), "db.services.example.io");
     assert_eq!(export.object["spec"]["resources"][0]["schema"], schema.name());
