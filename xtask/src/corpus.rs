@@ -14,6 +14,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use serde_json::Value;
 
+use crate::test_binaries::{TestBinaries, TestTarget};
+
 /// The environment variable the embedded server records requests under (apiserver `recording`).
 const RECORD_VAR: &str = "SERVICE_PROVIDER_APISERVER_RECORD";
 /// Query parameters whose value changes what a server does; others count by name only.
@@ -236,19 +238,18 @@ fn record(file: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
     }
     let _ = std::fs::remove_file(file);
-    let suites: [&[&str]; 3] = [
+    let binaries = TestBinaries::build()?;
+    let suites = [
         crate::STANDARD_SUITE,
         crate::KCP_SUITE,
-        &["-p", "service-provider-apiserver", "--test", "kubectl"],
+        TestTarget {
+            package: "service-provider-apiserver",
+            name: "kubectl",
+        },
     ];
-    for args in suites {
-        let status = crate::cargo()
-            .arg("test")
-            .args(args)
-            .env(RECORD_VAR, file)
-            .status()
-            .context("running cargo test")?;
-        anyhow::ensure!(status.success(), "cargo test {} failed", args.join(" "));
+    for target in suites {
+        let status = binaries.run(target, &[], &[(RECORD_VAR, file.as_os_str())])?;
+        anyhow::ensure!(status.success(), "{target} failed");
     }
     Ok(())
 }

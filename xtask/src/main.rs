@@ -15,11 +15,13 @@ mod modules;
 mod protobuf;
 mod public_items;
 mod realstack;
+mod test_binaries;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use test_binaries::TestTarget;
 
 #[derive(Parser)]
 #[command(about = "Repository tasks of service-provider")]
@@ -115,31 +117,70 @@ fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-/// `cargo`, as the one running us.
+/// `cargo`, as the one running us, without the variables `cargo run` describes this package by.
+///
+/// Build scripts watch some of them (ring's says `rerun-if-env-changed=CARGO_PKG_NAME`,
+/// `CARGO_MANIFEST_DIR`, ...), so a cargo started from here with `xtask`'s values inherited finds
+/// them changed since `cargo test --workspace`, reruns those scripts and recompiles everything
+/// above them: rustls, kube and our crates, minutes on two cores.
 fn cargo() -> std::process::Command {
     let mut cmd =
         std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.current_dir(workspace_root());
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(describes_this_package) {
+            cmd.env_remove(name);
+        }
+    }
     cmd
 }
 
-/// `cargo test` arguments of the end-to-end suite in standard mode, whose simulated platform
-/// runs on the embedded server or, under `SERVICE_PROVIDER_TEST_BACKEND`, on real kube-apiservers.
-const STANDARD_SUITE: &[&str] = &[
-    "-p",
-    "service-provider",
-    "--features",
-    "dev",
-    "--test",
-    "standard",
-];
+/// Whether `var` is one of the variables Cargo sets for the binary it runs (its package, crate and
+/// manifest), as opposed to those that configure Cargo (`CARGO_HOME`, `CARGO_TARGET_DIR`, ...).
+fn describes_this_package(var: &str) -> bool {
+    var.starts_with("CARGO_PKG_")
+        || var.starts_with("CARGO_MANIFEST_")
+        || matches!(
+            var,
+            "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE"
+        )
+}
 
-/// `cargo test` arguments of the end-to-end suite in kcp mode.
-const KCP_SUITE: &[&str] = &[
-    "-p",
-    "service-provider",
-    "--features",
-    "dev",
-    "--test",
-    "kcp",
-];
+/// The end-to-end suite in standard mode, whose simulated platform runs on the embedded server
+/// or, under `SERVICE_PROVIDER_TEST_BACKEND`, on real kube-apiservers.
+const STANDARD_SUITE: TestTarget = TestTarget {
+    package: "service-provider",
+    name: "standard",
+};
+
+/// The end-to-end suite in kcp mode.
+const KCP_SUITE: TestTarget = TestTarget {
+    package: "service-provider",
+    name: "kcp",
+};
+
+#[cfg(test)]
+mod tests {
+    use super::describes_this_package;
+
+    #[test]
+    fn only_the_running_packages_description_is_dropped() {
+        for var in [
+            "CARGO_PKG_NAME",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_CRATE_NAME",
+        ] {
+            assert!(describes_this_package(var), "{var}");
+        }
+        for var in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_INCREMENTAL",
+            "CARGO_BUILD_JOBS",
+        ] {
+            assert!(!describes_this_package(var), "{var}");
+        }
+    }
+}

@@ -16,6 +16,8 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 
+use crate::test_binaries::{TestBinaries, TestTarget};
+
 /// The programs a real control plane needs, as envtest names them.
 pub(crate) const BINARIES: [&str; 2] = ["kube-apiserver", "etcd"];
 
@@ -65,61 +67,49 @@ const EMBEDDED_ONLY: &str = "faults::a_hundred_objects_survive_faults_and_leave_
 /// that cannot find them fails instead of skipping.
 pub(crate) fn test_real(root: &Path) -> anyhow::Result<ExitCode> {
     let dir = assets(root)?;
-    // Every test that starts real kube-apiservers, by target and name filter: the launcher's
-    // own, the differential corpus, the macro's rules and the hello example, the end-to-end
-    // suites and the test kit's examples, whose simulated platform runs on real kube-apiservers
-    // under SERVICE_PROVIDER_TEST_BACKEND.
-    let suites: [&[&str]; 6] = [
-        &[
-            "-p",
-            "service-provider-runtime",
-            "--features",
-            "dev",
-            "--test",
-            "realstack",
-        ],
-        // The embedded server answers the differential corpus as kube-apiserver does.
-        &[
-            "-p",
-            "service-provider-runtime",
-            "--features",
-            "dev",
-            "--test",
-            "conformance",
-        ],
-        &[
-            "-p",
-            "service-provider",
-            "--test",
-            "macro",
-            "--",
-            "real_rules",
-            "hello::",
-        ],
-        &[crate::STANDARD_SUITE, &["--", "--skip", EMBEDDED_ONLY]].concat(),
-        crate::KCP_SUITE,
-        &[
-            "-p",
-            "service-provider",
-            "--features",
-            "dev",
-            "--doc",
-            "testing",
-        ],
+    let binaries = TestBinaries::build()?;
+    let envs = [
+        ("KUBEBUILDER_ASSETS", dir.as_os_str()),
+        ("SERVICE_PROVIDER_TEST_BACKEND", "kube-apiserver".as_ref()),
     ];
-    for args in suites {
-        let status = crate::cargo()
-            .arg("test")
-            .args(args)
-            .env("KUBEBUILDER_ASSETS", &dir)
-            .env("SERVICE_PROVIDER_TEST_BACKEND", "kube-apiserver")
-            .status()
-            .context("running cargo test")?;
-        if !status.success() {
+    let runtime = |name| TestTarget {
+        package: "service-provider-runtime",
+        name,
+    };
+    // Every test that starts real kube-apiservers, by target and name filter: the launcher's
+    // own, the differential corpus (the embedded server answers it as kube-apiserver does), the
+    // macro's rules and the hello example, and the end-to-end suites.
+    let suites: [(TestTarget, &[&str]); 5] = [
+        (runtime("realstack"), &[]),
+        (runtime("conformance"), &[]),
+        (
+            TestTarget {
+                package: "service-provider",
+                name: "macro",
+            },
+            &["real_rules", "hello::"],
+        ),
+        (crate::STANDARD_SUITE, &["--skip", EMBEDDED_ONLY]),
+        (crate::KCP_SUITE, &[]),
+    ];
+    for (target, args) in suites {
+        if !binaries.run(target, args, &envs)?.success() {
             return Ok(ExitCode::FAILURE);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    // The test kit's examples, whose simulated platform runs on real kube-apiservers under
+    // SERVICE_PROVIDER_TEST_BACKEND. rustdoc compiles them again (doc tests have no binary to
+    // keep); `--workspace` keeps the libraries `cargo test --workspace` built.
+    let status = crate::cargo()
+        .args(["test", "--workspace", "--doc", "--", "src/testing.rs"])
+        .envs(envs)
+        .status()
+        .context("running cargo test --doc")?;
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// The directory holding both binaries: `KUBEBUILDER_ASSETS` when it does, else the cache,
