@@ -97,7 +97,7 @@ impl TestBinaries {
 
     /// The command that runs `target`'s binary as `cargo test` does: from its package's directory,
     /// with `CARGO_MANIFEST_DIR` set (trybuild reads it); `args` go to the test harness.
-    pub(crate) fn command(&self, target: TestTarget, args: &[&str]) -> anyhow::Result<Command> {
+    fn command(&self, target: TestTarget, args: &[&str]) -> anyhow::Result<Command> {
         let key = (target.package.to_owned(), target.name.to_owned());
         let Some(executable) = self.by_target.get(&key) else {
             let mut built: Vec<String> = self
