@@ -251,18 +251,36 @@ fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> TestError {
 /// The provider the kit's own rustdoc examples run, so that each example starts a real platform
 /// in a few hidden lines: `Hello` greets `greeting` in ConfigMap `default/hello` of the tenant's
 /// cluster, refuses a `version` the ProviderConfig does not offer, and removes the greeting on
-/// delete; `__testing_example_provider!(kcp)` declares it with kcp mode too. Not for providers'
-/// tests (hidden from the docs; may change at any time).
+/// delete; `__testing_example_provider!(kcp)` brings the one declared with kcp mode too. The
+/// providers are declared once, here, rather than by each example: rustdoc compiles the examples
+/// as one crate, and fifty expansions of the same provider took four minutes of every CI run. Not
+/// for providers' tests (hidden from the docs; may change at any time).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __testing_example_provider {
-    ($($kcp:ident)?) => {
+    () => {
+        $crate::__testing_example_provider!(@use standard);
+    };
+    (kcp) => {
+        $crate::__testing_example_provider!(@use kcp);
+    };
+    (@use $mode:ident) => {
         use $crate::k8s_openapi::api::core::v1::ConfigMap;
         use $crate::kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams};
         use $crate::prelude::*;
+        use $crate::testing::__example::$mode::*;
+    };
+}
+
+macro_rules! example_provider {
+    ($($kcp:ident)?) => {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams};
+        use crate::prelude::*;
 
         /// Greets a tenant.
-        #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello" $(, $kcp)?)]
+        #[service_provider(group = "hello.example.io", version = "v1alpha1", kind = "Hello",
+            crate = "crate" $(, $kcp)?)]
         pub struct HelloSpec {
             /// Whom to greet.
             #[serde(default)]
@@ -291,7 +309,7 @@ macro_rules! __testing_example_provider {
                     ),
                     ..Default::default()
                 };
-                $crate::kube::Api::<ConfigMap>::namespaced(cx.mcp().client().clone(), "default")
+                kube::Api::<ConfigMap>::namespaced(cx.mcp().client().clone(), "default")
                     .patch(
                         "hello",
                         &PatchParams::apply("hello").force(),
@@ -301,7 +319,7 @@ macro_rules! __testing_example_provider {
                 Ok(Outcome::ready())
             }
             async fn delete(&self, cx: &Context<Self>) -> Result<Deletion, Error> {
-                match $crate::kube::Api::<ConfigMap>::namespaced(
+                match kube::Api::<ConfigMap>::namespaced(
                     cx.mcp().client().clone(),
                     "default",
                 )
@@ -309,12 +327,24 @@ macro_rules! __testing_example_provider {
                 .await
                 {
                     Ok(_) => Ok(Deletion::done()),
-                    Err($crate::kube::Error::Api(s)) if s.code == 404 => Ok(Deletion::done()),
+                    Err(kube::Error::Api(s)) if s.code == 404 => Ok(Deletion::done()),
                     Err(e) => Err(e.into()),
                 }
             }
         }
     };
+}
+
+#[doc(hidden)]
+pub mod __example {
+    /// `Hello` in standard mode only.
+    pub mod standard {
+        example_provider!();
+    }
+    /// `Hello` in standard and kcp mode.
+    pub mod kcp {
+        example_provider!(kcp);
+    }
 }
 
 /// What serves the simulated platform's clusters.
