@@ -259,6 +259,7 @@ fn build(root: &Path, versions: &Versions, cache: &Path, dir: &Path) -> anyhow::
     go_build(
         &kube_dir,
         &ldflags,
+        "grpcnotrace",
         &go_cache,
         &tmp.0.join("kube-apiserver"),
         KUBE_APISERVER_PACKAGE,
@@ -270,6 +271,7 @@ fn build(root: &Path, versions: &Versions, cache: &Path, dir: &Path) -> anyhow::
     let started = Instant::now();
     go_build(
         &root.join(ETCD_MODULE_DIR),
+        "",
         "",
         &go_cache,
         &tmp.0.join("etcd"),
@@ -328,12 +330,15 @@ pub(crate) fn kube_ldflags(version: &str, build_date: &str) -> anyhow::Result<St
     Ok(flags.join(" "))
 }
 
-/// `go build` of `package` in the module at `dir` with the build cache `go_cache`: static,
-/// without local paths, and without the repository's VCS state (the binaries depend on the
-/// pinned modules only).
+/// `go build` of `package` in the module at `dir` with the build cache `go_cache`, as Kubernetes
+/// builds a release when not debugging (`hack/lib/golang.sh`, `kube::golang::build_binaries`):
+/// static, without local paths, symbol table or DWARF (`-s -w`, which also shortens the link of
+/// kube-apiserver, the longest single step of a cold CI run), with the caller's build tags, and
+/// without the repository's VCS state (the binaries depend on the pinned modules only).
 fn go_build(
     dir: &Path,
     ldflags: &str,
+    tags: &str,
     go_cache: &Path,
     output: &Path,
     package: &str,
@@ -342,14 +347,10 @@ fn go_build(
     cmd.current_dir(dir)
         .env("CGO_ENABLED", "0")
         .env("GOCACHE", go_cache)
-        .args([
-            "build",
-            "-trimpath",
-            "-buildvcs=false",
-            "-ldflags",
-            ldflags,
-            "-o",
-        ])
+        .args(["build", "-trimpath", "-buildvcs=false"])
+        .arg(format!("-tags={tags}"))
+        .arg(format!("-ldflags=-s -w {ldflags}"))
+        .arg("-o")
         .arg(output)
         .arg(package);
     let status = cmd
