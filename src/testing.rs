@@ -74,7 +74,9 @@ use serde_json::{Value, json};
 use service_provider_runtime::access::clients::ClientFactory;
 use service_provider_runtime::cli::dev::DevSamples;
 use service_provider_runtime::cli::run::{RunOptions, Runtime};
-use service_provider_runtime::dev::{ClusterHandle, DevError, Hosting, KcpOptions, TestEnv};
+use service_provider_runtime::dev::{
+    ClusterHandle, DevError, Hosting, KcpOptions, TestEnv, WorkspaceInfo,
+};
 use service_provider_runtime::modes::kcp::{
     KcpSettings, KcpSource, Sharding, WorkspaceCredentials,
 };
@@ -688,6 +690,29 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         self
     }
 
+    /// kcp mode configured as a platform operator configures it: the ProviderConfig's `kcp`
+    /// block names the provider workspace and the Secret holding its kubeconfig, and the
+    /// provider reads it when it starts, instead of being given `--kcp-kubeconfig`.
+    /// [`TestPlatform::set_provider_config`] keeps the block in every spec it writes.
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!(kcp);
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    ///     .modes([service_provider::Mode::Kcp])
+    ///     .kcp_from_provider_config()
+    ///     .start()
+    ///     .await?;
+    /// let tenant = platform.create_kcp_tenant("team-a", serde_json::json!({ "greeting": "world" })).await?;
+    /// tenant.wait_ready().await?;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub fn kcp_from_provider_config(mut self) -> Self {
+        self.run.kcp.from_provider_config = true;
+        self
+    }
+
     /// `--shard-count`: splits the workspaces into `shares`; the provider the platform starts
     /// serves share 0 (`--shard-index 0`), [replica](TestPlatform::start_replica) `n` share
     /// `n % shares`; each workspace is served by the one replica whose share it hashes to.
@@ -812,17 +837,24 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         let provider = env.provider().ok_or_else(|| {
             TestError::Start("the simulated platform installed no provider".into())
         })?;
+        let kcp_block = if self.run.kcp.from_provider_config {
+            Some(write_kcp_block::<P>(&env).await?)
+        } else {
+            None
+        };
         Ok(TestPlatform {
             shared: Arc::new(Shared {
                 provider_name: provider.name().to_owned(),
                 env,
                 timeout,
+                kcp_block,
             }),
             runtime: None,
             kcp_source: None,
             run: self.run,
             modes,
             replicas: std::sync::atomic::AtomicUsize::new(0),
+            handed_over: false,
         })
     }
 }
@@ -848,6 +880,8 @@ struct KcpRun {
     provision: bool,
     /// How many shares the workspaces are split into; replica `n` serves share `n % shares`.
     shares: Option<u32>,
+    /// The provider finds its kcp settings in the ProviderConfig's `kcp` block.
+    from_provider_config: bool,
 }
 
 impl KcpRun {
@@ -858,10 +892,41 @@ impl KcpRun {
             (self.credentials.is_some(), "kcp_workspace_credentials"),
             (self.provision, "kcp_provision"),
             (self.shares.is_some(), "kcp_shares"),
+            (self.from_provider_config, "kcp_from_provider_config"),
         ]
         .into_iter()
         .find_map(|(set, option)| set.then_some(option))
     }
+}
+
+/// Writes the ProviderConfig's `kcp` block naming the provider workspace and the Secret with
+/// the provider's kubeconfig there, as a platform operator configures kcp mode; returns it.
+async fn write_kcp_block<P: Reconcile>(env: &TestEnv) -> Result<Value, TestError> {
+    let (Some(provider), Some(kcp)) = (env.provider(), env.kcp()) else {
+        return Err(TestError::Start(
+            "the simulated platform has no kcp provider to configure".into(),
+        ));
+    };
+    let secret = provider.kcp_kubeconfig_secret().ok_or_else(|| {
+        TestError::Start("the simulated platform stored no kcp kubeconfig for the provider".into())
+    })?;
+    let block = kcp.provider_config_block(env.pod_namespace(), secret);
+    let configs: Api<DynamicObject> = Api::all_with(
+        env.platform().client(),
+        &ApiResource::erase::<P::ProviderConfig>(&()),
+    );
+    let name = provider.name();
+    configs
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "kcp": &block } })),
+        )
+        .await
+        .map_err(kube_err(format!(
+            "writing the kcp block of ProviderConfig {name}"
+        )))?;
+    Ok(block)
 }
 
 /// What tenants and clusters share with their platform.
@@ -870,6 +935,8 @@ struct Shared {
     env: TestEnv,
     provider_name: String,
     timeout: Duration,
+    /// The ProviderConfig's `kcp` block, with [`TestPlatformBuilder::kcp_from_provider_config`].
+    kcp_block: Option<Value>,
 }
 
 /// The simulated openMCP platform with provider `P` running: create tenants, change the
@@ -896,6 +963,9 @@ pub struct TestPlatform<P: Reconcile> {
     modes: Vec<Mode>,
     /// Replicas started so far, which names the next one.
     replicas: std::sync::atomic::AtomicUsize,
+    /// The platform went on under the next release ([`TestPlatform::upgrade`]): dropping this
+    /// handle must not stop it.
+    handed_over: bool,
 }
 
 impl<P: Reconcile> fmt::Debug for TestPlatform<P> {
@@ -1026,7 +1096,9 @@ impl<P: Reconcile> TestPlatform<P> {
     /// A tenant in kcp mode: creates the workspace `root:<workspace>` (or the full path given,
     /// `root:org:ws`), binds it to the provider's APIExport with every permission claim
     /// accepted, and creates the Service API object named like the workspace's last segment in
-    /// namespace `default` with `spec`, as an end user would.
+    /// namespace `default` with `spec`, as an end user would. Shorthand for
+    /// [`create_kcp_workspace`](Self::create_kcp_workspace) and
+    /// [`KcpWorkspace::create_tenant`].
     ///
     /// ```no_run
     /// # async fn f<P: service_provider::Reconcile>(platform: &service_provider::testing::TestPlatform<P>) -> Result<(), service_provider::testing::TestError> {
@@ -1039,6 +1111,38 @@ impl<P: Reconcile> TestPlatform<P> {
         workspace: &str,
         spec: impl Serialize,
     ) -> Result<Tenant<P>, TestError> {
+        let workspace = self.create_kcp_workspace(workspace).await?;
+        let name = workspace
+            .path()
+            .rsplit(':')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        workspace.create_tenant(&name, spec).await
+    }
+
+    /// A kcp workspace bound to the provider: creates the workspace `root:<workspace>` (or the
+    /// full path given, `root:org:ws`) and binds it to the provider's APIExport with every
+    /// permission claim accepted, with no Service API object in it yet. Workspaces are placed
+    /// on kcp's [shards](crate::dev::KcpOptions::shards) in turn.
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!(kcp);
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::builder()
+    ///     .modes([service_provider::Mode::Kcp])
+    ///     .start()
+    ///     .await?;
+    /// let workspace = platform.create_kcp_workspace("team-a").await?;
+    /// let tenant = workspace.create_tenant("greeter", serde_json::json!({ "greeting": "world" })).await?;
+    /// tenant.wait_ready().await?;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub async fn create_kcp_workspace(
+        &self,
+        workspace: &str,
+    ) -> Result<KcpWorkspace<P>, TestError> {
         let Some(kcp) = self
             .shared
             .env
@@ -1046,7 +1150,7 @@ impl<P: Reconcile> TestPlatform<P> {
             .filter(|_| self.modes.contains(&Mode::Kcp))
         else {
             return Err(TestError::Usage(format!(
-                "create_kcp_tenant needs kcp mode, but the provider serves {:?}; declare the provider with `kcp` and keep Mode::Kcp in TestPlatformBuilder::modes",
+                "a kcp workspace needs kcp mode, but the provider serves {:?}; declare the provider with `kcp` and keep Mode::Kcp in TestPlatformBuilder::modes",
                 self.modes
             )));
         };
@@ -1055,29 +1159,19 @@ impl<P: Reconcile> TestPlatform<P> {
         } else {
             format!("root:{workspace}")
         };
-        let spec = spec_value(spec)?;
-        let ws = kcp.bind_workspace(&path).await?;
-        let name = path.rsplit(':').next().unwrap_or(&path).to_owned();
-        let client = kcp.client(&ws.path);
-        let tenant = Tenant {
+        let info = kcp.bind_workspace(&path).await?;
+        Ok(KcpWorkspace {
             shared: self.shared.clone(),
-            identity: Identity {
-                cluster: Some(ws.name.clone()),
-                namespace: "default".into(),
-                name,
-            },
-            api: Api::namespaced(client.clone(), "default"),
             cluster: Cluster {
-                name: format!("workspace {}", ws.path),
-                client,
-                kubeconfig: kcp.admin_kubeconfig(&ws.path),
+                name: format!("workspace {}", info.path),
+                client: kcp.client(&info.path),
+                kubeconfig: kcp.admin_kubeconfig(&info.path),
                 timeout: self.shared.timeout,
                 handle: None,
             },
-            timeout: self.shared.timeout,
-        };
-        tenant.create(spec).await?;
-        Ok(tenant)
+            info,
+            _provider: PhantomData,
+        })
     }
 
     /// Replaces the ProviderConfig's `spec`, as a platform operator would; the provider
@@ -1095,7 +1189,10 @@ impl<P: Reconcile> TestPlatform<P> {
     /// # platform.stop().await; Ok(()) }
     /// ```
     pub async fn set_provider_config(&self, spec: impl Serialize) -> Result<(), TestError> {
-        let spec = spec_value(spec)?;
+        let mut spec = spec_value(spec)?;
+        if let (Some(block), Some(fields)) = (&self.shared.kcp_block, spec.as_object_mut()) {
+            fields.entry("kcp").or_insert_with(|| block.clone());
+        }
         let resource = ApiResource::erase::<P::ProviderConfig>(&());
         let api: Api<DynamicObject> = Api::all_with(self.shared.env.platform().client(), &resource);
         let name = self.provider_name();
@@ -1277,6 +1374,63 @@ impl<P: Reconcile> TestPlatform<P> {
         Ok(())
     }
 
+    /// Rolls out the provider's next release `Q` in place of `P`, as a Deployment update does:
+    /// `P` stops (running reconciles finish, its Lease is released), `Q`'s manifests are
+    /// applied as its `init` applies them (its CRDs and platform ClusterRole; in kcp mode its
+    /// APIResourceSchema and the APIExport pointing at it, unless the provider
+    /// [provisions them itself](TestPlatformBuilder::kcp_provision)), and `Q` starts with the
+    /// same flags. `Q` serves the same Service API (group, kind, plural) in a new shape — a new
+    /// field, a new version, a new mode; the tenants so far are `Q`'s with
+    /// [`Tenant::as_release`].
+    ///
+    /// ```
+    /// # service_provider::__testing_example_provider!();
+    /// # use service_provider::testing::__example::kcp::Hello as NextHello;
+    /// # #[tokio::main(flavor = "multi_thread")]
+    /// # async fn main() -> Result<(), service_provider::testing::TestError> {
+    /// let platform = service_provider::testing::TestPlatform::<Hello>::start().await?;
+    /// let tenant = platform.create_tenant("tenant-a", serde_json::json!({ "greeting": "world" })).await?;
+    /// tenant.wait_ready().await?;
+    /// let platform = platform.upgrade::<NextHello>().await?;
+    /// let tenant = tenant.as_release::<NextHello>()?;
+    /// tenant.set_spec(serde_json::json!({ "greeting": "the next release" })).await?;
+    /// tenant.wait_ready().await?;
+    /// # platform.stop().await; Ok(()) }
+    /// ```
+    pub async fn upgrade<Q: Reconcile>(mut self) -> Result<TestPlatform<Q>, TestError> {
+        same_service_api::<P, Q>("TestPlatform::upgrade")?;
+        if self.modes.contains(&Mode::Kcp) && !Q::INFO.kcp {
+            return Err(TestError::Usage(format!(
+                "the platform runs kcp mode, but the release given to TestPlatform::upgrade declares {} without `kcp`; add `kcp` to its #[service_provider(...)] or test Mode::Standard only",
+                Q::INFO.kind
+            )));
+        }
+        self.kcp_source = None;
+        if let Some(runtime) = self.runtime.take() {
+            stop_runtime(runtime, self.shared.timeout).await;
+        }
+        let env = &self.shared.env;
+        env.roll_out::<Q>().await?;
+        // A provider that provisions its export does so when it starts.
+        let kcp_mode = self.modes.contains(&Mode::Kcp) && !self.run.kcp.provision;
+        if let Some(kcp) = env.kcp().filter(|_| kcp_mode) {
+            kcp.roll_out(&service_provider_runtime::manifests::manifests::<Q>())
+                .await?;
+        }
+        self.handed_over = true;
+        let mut next = TestPlatform::<Q> {
+            shared: self.shared.clone(),
+            runtime: None,
+            kcp_source: None,
+            run: self.run.clone(),
+            modes: self.modes.clone(),
+            replicas: std::sync::atomic::AtomicUsize::new(0),
+            handed_over: false,
+        };
+        next.start_provider().await?;
+        Ok(next)
+    }
+
     /// Starts another replica of the provider in this process, as a second pod of its
     /// Deployment: the same flags, its own identity. With
     /// [leader election](TestPlatformBuilder::leader_election) only the Lease holder reconciles
@@ -1359,12 +1513,26 @@ impl<P: Reconcile> TestPlatform<P> {
         }
         let mut kcp_source = None;
         if self.modes.contains(&Mode::Kcp) {
-            let kubeconfig = env
-                .kcp()
-                .and_then(|k| k.provider_kubeconfig())
-                .ok_or_else(|| TestError::Start("kcp has no identity for the provider".into()))?;
-            let mut settings = KcpSettings::new(&P::INFO, kubeconfig.as_bytes());
             let kcp = &self.run.kcp;
+            let mut settings = if kcp.from_provider_config {
+                runtime
+                    .kcp_settings_from_provider_config()
+                    .await
+                    .map_err(|e| TestError::Start(format!("kcp mode: {e}")))?
+                    .ok_or_else(|| {
+                        TestError::Start(
+                            "the provider found no kcp block in its ProviderConfig".into(),
+                        )
+                    })?
+            } else {
+                let kubeconfig =
+                    env.kcp()
+                        .and_then(|k| k.provider_kubeconfig())
+                        .ok_or_else(|| {
+                            TestError::Start("kcp has no identity for the provider".into())
+                        })?;
+                KcpSettings::new(&P::INFO, kubeconfig.as_bytes())
+            };
             if let Some(credentials) = &kcp.credentials {
                 settings.credentials = credentials.clone();
             }
@@ -1612,7 +1780,9 @@ impl<P: Reconcile> Drop for TestPlatform<P> {
         if let Some(runtime) = &self.runtime {
             runtime.shutdown();
         }
-        self.shared.env.stop();
+        if !self.handed_over {
+            self.shared.env.stop();
+        }
     }
 }
 
@@ -1625,9 +1795,88 @@ fn replace_spec(spec: Value) -> Result<Patch<()>, TestError> {
     ])))
 }
 
+/// Refuses a `Q` that is not a release of `P`'s Service API.
+fn same_service_api<P: ServiceProvider, Q: ServiceProvider>(caller: &str) -> Result<(), TestError> {
+    let (now, next) = (P::INFO, Q::INFO);
+    if (now.group, now.kind, now.plural) == (next.group, next.kind, next.plural) {
+        return Ok(());
+    }
+    Err(TestError::Usage(format!(
+        "{caller} takes a release of the same Service API, but {} is {}.{} ({}) and {} is {}.{} ({}); give the next release of {}",
+        std::any::type_name::<P>(),
+        now.kind,
+        now.group,
+        now.plural,
+        std::any::type_name::<Q>(),
+        next.kind,
+        next.group,
+        next.plural,
+        now.kind,
+    )))
+}
+
 fn spec_value(spec: impl Serialize) -> Result<Value, TestError> {
     serde_json::to_value(spec)
         .map_err(|e| TestError::Usage(format!("the spec does not serialize to JSON: {e}")))
+}
+
+/// A kcp workspace bound to the provider's APIExport, from
+/// [`TestPlatform::create_kcp_workspace`]: where end users create Service API objects.
+pub struct KcpWorkspace<P> {
+    shared: Arc<Shared>,
+    info: WorkspaceInfo,
+    cluster: Cluster,
+    _provider: PhantomData<fn() -> P>,
+}
+
+impl<P> fmt::Debug for KcpWorkspace<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KcpWorkspace")
+            .field("path", &self.info.path)
+            .field("shard", &self.info.shard)
+            .finish()
+    }
+}
+
+impl<P: ServiceProvider> KcpWorkspace<P> {
+    /// The workspace's path (`root:team-a`).
+    pub fn path(&self) -> &str {
+        &self.info.path
+    }
+
+    /// The kcp shard the workspace lives on (`0` is the root shard).
+    pub fn shard(&self) -> usize {
+        self.info.shard
+    }
+
+    /// The workspace, with an admin's access, at its workspace URL.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Creates a Service API object named `name` (or `namespace/name`; namespace `default`
+    /// when none is given) in the workspace with `spec`, as an end user would.
+    pub async fn create_tenant(
+        &self,
+        name: &str,
+        spec: impl Serialize,
+    ) -> Result<Tenant<P>, TestError> {
+        let (namespace, name) = name.split_once('/').unwrap_or(("default", name));
+        let spec = spec_value(spec)?;
+        let tenant = Tenant {
+            shared: self.shared.clone(),
+            identity: Identity {
+                cluster: Some(self.info.name.clone()),
+                namespace: namespace.into(),
+                name: name.into(),
+            },
+            api: Api::namespaced(self.cluster.client.clone(), namespace),
+            cluster: self.cluster.clone(),
+            timeout: self.shared.timeout,
+        };
+        tenant.create(spec).await?;
+        Ok(tenant)
+    }
 }
 
 /// One tenant: its Service API object (on the onboarding cluster, or in its kcp workspace) and
@@ -1677,6 +1926,19 @@ impl<P> fmt::Debug for Tenant<P> {
 }
 
 impl<P: ServiceProvider> Tenant<P> {
+    /// This tenant as the provider's next release `Q` reads it, after
+    /// [`TestPlatform::upgrade`]: the same object, through `Q`'s type.
+    pub fn as_release<Q: ServiceProvider>(&self) -> Result<Tenant<Q>, TestError> {
+        same_service_api::<P, Q>("Tenant::as_release")?;
+        Ok(Tenant {
+            shared: self.shared.clone(),
+            identity: self.identity.clone(),
+            api: Api::namespaced(self.api.clone().into_client(), self.namespace()),
+            cluster: self.cluster.clone(),
+            timeout: self.timeout,
+        })
+    }
+
     /// The Service API object's name.
     ///
     /// ```

@@ -237,3 +237,31 @@ async fn the_kit_writes_pull_secrets_crds_and_the_end_users_objects() -> Result<
     platform.stop().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_to_another_service_api_is_refused_with_both_names() -> Result<(), TestError> {
+    let platform = support::platform::<Velero>(crate::velero_config())
+        .modes([service_provider::Mode::Standard])
+        .start()
+        .await?;
+    let tenant = platform
+        .create_tenant("tenant-u", json!({ "version": "1.15.0" }))
+        .await?;
+    let message = match tenant.as_release::<crate::widget::Widget>() {
+        Err(TestError::Usage(message)) => message,
+        other => panic!("expected a usage error, got {other:?}"),
+    };
+    assert!(
+        message.contains("Tenant::as_release") && message.contains("Widget.widgets.versions.test"),
+        "{message}"
+    );
+    match platform.upgrade::<crate::widget::Widget>().await {
+        Err(TestError::Usage(message)) => assert!(
+            message.contains("Velero.") && message.contains("Widget."),
+            "{message}"
+        ),
+        Err(other) => panic!("expected a usage error, got {other}"),
+        Ok(_) => panic!("a Widget release of the Velero provider was rolled out"),
+    }
+    Ok(())
+}

@@ -653,6 +653,31 @@ impl TestEnv {
         Ok(())
     }
 
+    /// Rolls out the next release `Q` of the installed provider as its `init` does: `Q`'s CRDs
+    /// applied on the platform and onboarding clusters (and Established), its platform
+    /// ClusterRole applied (still bound to the provider's ServiceAccount). What it puts into a
+    /// kcp provider workspace is [`crate::dev::KcpEnv::roll_out`]. A release whose versions convert through
+    /// a webhook is refused: the environment serves the first release's webhook only.
+    pub async fn roll_out<Q: ServiceProvider>(&self) -> Result<(), DevError> {
+        if self.provider.is_none() {
+            return Err(DevError::Start(
+                "no provider is installed, so there is no release to roll out after it".into(),
+            ));
+        }
+        if crate::conversion::needs_webhook::<Q>() {
+            return Err(DevError::Start(format!(
+                "{} converts between its versions through a webhook, which rolling out a release does not serve; test it as the first release instead",
+                Q::INFO.kind
+            )));
+        }
+        let manifests = crate::manifests::manifests::<Q>();
+        let (platform_crds, onboarding_crds) = crds_by_cluster(&manifests)?;
+        install_crds(&self.platform, platform_crds, self.timeout).await?;
+        install_crds(&self.onboarding, onboarding_crds, self.timeout).await?;
+        apply_platform_role(&manifests, &self.platform).await?;
+        Ok(())
+    }
+
     /// Writes an admin kubeconfig for every cluster into `dir` (created if missing):
     /// `platform.kubeconfig`, `onboarding.kubeconfig`, `mcp-<namespace>-<name>.kubeconfig` per
     /// ControlPlane with a granted MCP, `<cluster>.kubeconfig` per workload cluster, and
@@ -852,17 +877,14 @@ impl LocalConversionWebhook {
 }
 
 /// What `init` would have done for the provider, plus its platform identity.
-async fn setup_provider(
-    p: &ProviderSetup,
-    platform: &ClusterHandle,
-    onboarding: &ClusterHandle,
-    pod_namespace: &str,
-    timeout: Duration,
-) -> Result<ProviderEnv, DevError> {
-    // CRDs by their `openmcp.cloud/cluster` label, as `init` routes them.
-    let mut platform_crds = Vec::new();
-    let mut onboarding_crds = Vec::new();
-    for m in &p.manifests {
+/// A provider's CRDs by their `openmcp.cloud/cluster` label, as `init` routes them: those of
+/// the platform cluster, then those of the onboarding cluster.
+fn crds_by_cluster(
+    manifests: &[Manifest],
+) -> Result<(Vec<CustomResourceDefinition>, Vec<CustomResourceDefinition>), DevError> {
+    let mut platform = Vec::new();
+    let mut onboarding = Vec::new();
+    for m in manifests {
         if m.kind() != "CustomResourceDefinition" {
             continue;
         }
@@ -874,8 +896,8 @@ async fn setup_provider(
                 ))
             })?;
         match crd.labels().get(CLUSTER_LABEL).map(String::as_str) {
-            Some("platform") => platform_crds.push(crd),
-            Some("onboarding") => onboarding_crds.push(crd),
+            Some("platform") => platform.push(crd),
+            Some("onboarding") => onboarding.push(crd),
             other => {
                 return Err(DevError::Start(format!(
                     "the provider's CRD {} has {CLUSTER_LABEL}={other:?}; expected platform or onboarding",
@@ -884,6 +906,47 @@ async fn setup_provider(
             }
         }
     }
+    Ok((platform, onboarding))
+}
+
+/// Applies the provider's generated platform ClusterRole, as `init` does.
+async fn apply_platform_role(
+    manifests: &[Manifest],
+    platform: &ClusterHandle,
+) -> Result<ClusterRole, DevError> {
+    let role_manifest = manifests
+        .iter()
+        .find(|m| m.place == Place::Platform && m.kind() == "ClusterRole")
+        .ok_or_else(|| {
+            DevError::Start("the provider's manifests have no platform ClusterRole".into())
+        })?;
+    let role: ClusterRole = serde_json::from_value(role_manifest.object.clone()).map_err(|e| {
+        DevError::Start(format!(
+            "the provider's platform ClusterRole does not parse: {e}"
+        ))
+    })?;
+    Api::<ClusterRole>::all(platform.client())
+        .patch(
+            &role.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&role),
+        )
+        .await
+        .map_err(DevError::kube(format!(
+            "applying ClusterRole {}",
+            role.name_any()
+        )))?;
+    Ok(role)
+}
+
+async fn setup_provider(
+    p: &ProviderSetup,
+    platform: &ClusterHandle,
+    onboarding: &ClusterHandle,
+    pod_namespace: &str,
+    timeout: Duration,
+) -> Result<ProviderEnv, DevError> {
+    let (platform_crds, mut onboarding_crds) = crds_by_cluster(&p.manifests)?;
     let pc = platform.client();
     let mut conversion_webhook = None;
     if p.initialized {
@@ -950,29 +1013,7 @@ async fn setup_provider(
         )))?;
 
     // The provider's ServiceAccount with exactly the generated platform ClusterRole.
-    let role_manifest = p
-        .manifests
-        .iter()
-        .find(|m| m.place == Place::Platform && m.kind() == "ClusterRole")
-        .ok_or_else(|| {
-            DevError::Start("the provider's manifests have no platform ClusterRole".into())
-        })?;
-    let role: ClusterRole = serde_json::from_value(role_manifest.object.clone()).map_err(|e| {
-        DevError::Start(format!(
-            "the provider's platform ClusterRole does not parse: {e}"
-        ))
-    })?;
-    Api::<ClusterRole>::all(pc.clone())
-        .patch(
-            &role.name_any(),
-            &PatchParams::apply(MANAGER).force(),
-            &Patch::Apply(&role),
-        )
-        .await
-        .map_err(DevError::kube(format!(
-            "applying ClusterRole {}",
-            role.name_any()
-        )))?;
+    let role = apply_platform_role(&p.manifests, platform).await?;
     let sa = ServiceAccount {
         metadata: ObjectMeta {
             name: Some(p.name.clone()),

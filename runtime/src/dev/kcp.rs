@@ -119,6 +119,23 @@ impl KcpEnv {
         Ok(ws)
     }
 
+    /// Rolls out the next release of the provider in its workspace as the platform operator
+    /// applies its manifests (`manifests`, e.g. [`crate::manifests::manifests`]): its
+    /// APIResourceSchema, the APIExport pointing at it, the ClusterRole of its identity. The
+    /// consumers' bindings stay as they are.
+    pub async fn roll_out(&self, manifests: &[Manifest]) -> Result<(), DevError> {
+        let release = KcpRelease::of(manifests).ok_or_else(|| {
+            DevError::Start(
+                "the release has no kcp manifests: declare it with `kcp` to roll it out to kcp"
+                    .into(),
+            )
+        })?;
+        release
+            .apply(&self.client(&self.provider.path), self.timeout)
+            .await?;
+        Ok(())
+    }
+
     /// An admin kubeconfig for a workspace (path or logical cluster name).
     pub fn admin_kubeconfig(&self, workspace: &str) -> String {
         self.kcp.kubeconfig(workspace)
@@ -167,6 +184,59 @@ pub fn workspace_kubeconfig_stem(path: &str) -> String {
 }
 
 /// Starts kcp, the workspaces, and (for a kcp provider) the export, bindings and identity.
+/// What a provider release puts into its kcp provider workspace: the APIResourceSchema, the
+/// APIExport pointing at it, and the ClusterRole of the provider's identity there.
+struct KcpRelease<'a> {
+    schema: &'a Manifest,
+    export: &'a Manifest,
+    role: &'a Manifest,
+}
+
+impl<'a> KcpRelease<'a> {
+    /// The release's provider-workspace manifests; `None` for a provider without kcp mode.
+    fn of(manifests: &'a [Manifest]) -> Option<Self> {
+        let in_workspace = || {
+            manifests
+                .iter()
+                .filter(|m| m.place == Place::KcpProviderWorkspace)
+        };
+        Some(KcpRelease {
+            schema: in_workspace().find(|m| m.kind() == "APIResourceSchema")?,
+            export: in_workspace().find(|m| {
+                m.kind() == "APIExport" && m.object["apiVersion"] == "apis.kcp.io/v1alpha2"
+            })?,
+            role: in_workspace().find(|m| m.kind() == "ClusterRole")?,
+        })
+    }
+
+    /// Applies the schema, the export and the role in the provider workspace `client` points
+    /// at, as the platform operator applies a release's manifests, and waits until the export
+    /// has its identity; returns the export's name.
+    async fn apply(&self, client: &kube::Client, timeout: Duration) -> Result<String, DevError> {
+        apply(
+            client,
+            &ar("APIResourceSchema", "apiresourceschemas", "v1alpha1"),
+            &self.schema.object,
+            "APIResourceSchema",
+        )
+        .await?;
+        let exports = ar("APIExport", "apiexports", "v1alpha2");
+        apply(client, &exports, &self.export.object, "APIExport").await?;
+        let export_name = self.export.name().to_string();
+        wait_object(
+            &Api::<DynamicObject>::all_with(client.clone(), &exports),
+            &export_name,
+            timeout,
+            "the APIExport's identity",
+            |o| o.data.pointer("/status/identityHash").is_some(),
+        )
+        .await?;
+        let rbac = ApiResource::erase::<k8s_openapi::api::rbac::v1::ClusterRole>(&());
+        apply(client, &rbac, &self.role.object, "ClusterRole").await?;
+        Ok(export_name)
+    }
+}
+
 pub(crate) async fn start(
     setup: &KcpSetup,
     provider: Option<(&str, &[Manifest])>,
@@ -199,52 +269,14 @@ pub(crate) async fn start(
     let Some((provider_name, manifests)) = provider else {
         return Ok(env);
     };
-    let kcp_manifests: Vec<&Manifest> = manifests
-        .iter()
-        .filter(|m| m.place == Place::KcpProviderWorkspace)
-        .collect();
-    let schema = kcp_manifests
-        .iter()
-        .find(|m| m.kind() == "APIResourceSchema");
-    let export = kcp_manifests
-        .iter()
-        .find(|m| m.kind() == "APIExport" && m.object["apiVersion"] == "apis.kcp.io/v1alpha2");
-    let role = kcp_manifests.iter().find(|m| m.kind() == "ClusterRole");
-    let (Some(schema), Some(export), Some(role)) = (schema, export, role) else {
+    let Some(release) = KcpRelease::of(manifests) else {
         // Not a kcp provider: workspaces only.
         return Ok(env);
     };
-
     let pc = env.client(&env.provider.path);
-    apply(
-        &pc,
-        &ar("APIResourceSchema", "apiresourceschemas", "v1alpha1"),
-        &schema.object,
-        "APIResourceSchema",
-    )
-    .await?;
-    let export_name = export.name().to_string();
-    apply(
-        &pc,
-        &ar("APIExport", "apiexports", "v1alpha2"),
-        &export.object,
-        "APIExport",
-    )
-    .await?;
-    let exports =
-        Api::<DynamicObject>::all_with(pc.clone(), &ar("APIExport", "apiexports", "v1alpha2"));
-    wait_object(
-        &exports,
-        &export_name,
-        timeout,
-        "the APIExport's identity",
-        |o| o.data.pointer("/status/identityHash").is_some(),
-    )
-    .await?;
+    let export_name = release.apply(&pc, timeout).await?;
 
     // The provider's identity in its workspace.
-    let rbac = ApiResource::erase::<k8s_openapi::api::rbac::v1::ClusterRole>(&());
-    apply(&pc, &rbac, &role.object, "ClusterRole").await?;
     let sa_name = provider_name.to_string();
     let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa_name, "namespace": PROVIDER_SA_NAMESPACE}});
     let sas = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(
@@ -264,8 +296,8 @@ pub(crate) async fn start(
     let binding = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": {"name": role.name()},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.name()},
+        "metadata": {"name": release.role.name()},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": release.role.name()},
         "subjects": [{"kind": "ServiceAccount", "name": sa_name, "namespace": PROVIDER_SA_NAMESPACE}],
     });
     let crb = ApiResource::erase::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(&());
@@ -301,7 +333,7 @@ pub(crate) async fn start(
     ));
 
     // Every consumer binds the export and accepts its permission claims.
-    let claims: Vec<Value> = export.object["spec"]["permissionClaims"]
+    let claims: Vec<Value> = release.export.object["spec"]["permissionClaims"]
         .as_array()
         .cloned()
         .unwrap_or_default()

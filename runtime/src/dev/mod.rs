@@ -106,8 +106,8 @@ pub use hosting::{ClusterHandle, Hosting};
 pub use kcp::KcpEnv;
 pub use operator::{HostedCluster, Operator, OperatorConfig};
 /// The embedded kcp's options (its shards, the shortest token lifetime it grants), as
-/// [`TestEnvBuilder::kcp_options`] takes them.
-pub use service_provider_apiserver::kcp::KcpOptions;
+/// [`TestEnvBuilder::kcp_options`] takes them, and what it says of a workspace it created.
+pub use service_provider_apiserver::kcp::{KcpOptions, WorkspaceInfo};
 
 /// Why the simulated platform could not start or do what was asked.
 #[derive(Debug, thiserror::Error)]
