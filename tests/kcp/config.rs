@@ -2,93 +2,48 @@
 //! re-reconciling every engaged workspace.
 
 use serde_json::json;
-use service_provider::kube::Api;
-use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
-use service_provider_apiserver::kcp::KcpOptions;
+use service_provider::Mode;
+use service_provider::testing::{TestError, ready_reason};
 
-use crate::common::{self, TIMEOUT};
-use crate::velero::{Velero, VeleroProviderConfig};
-use service_provider::testing::eventually;
+use crate::support::ready_condition;
+use crate::velero::Velero;
+use crate::velero_config;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_provider_config_change_reaches_every_workspace() {
-    let env = common::env::<Velero>(common::velero_config(), 2, KcpOptions::default()).await;
-    let configs: Api<DynamicObject> = Api::all_with(
-        env.platform().client(),
-        &ApiResource::erase::<VeleroProviderConfig>(&()),
-    );
+async fn a_provider_config_change_reaches_every_workspace() -> Result<(), TestError> {
     // kcp mode switched on by the ProviderConfig's `kcp` block, whose Secret holds the provider
-    // workspace kubeconfig.
-    let secret = env.provider().unwrap().kcp_kubeconfig_secret().unwrap();
-    let block = env
-        .kcp()
-        .unwrap()
-        .provider_config_block(env.pod_namespace(), secret);
-    configs
-        .patch(
-            "velero",
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "spec": { "kcp": block } })),
-        )
-        .await
-        .unwrap();
-    let provider = env.provider().unwrap();
-    let mut runtime = service_provider_runtime::cli::run::Runtime::<Velero>::start(
-        common::provider_platform_client(&env).await,
-        service_provider_runtime::cli::run::RunOptions::new(provider.name(), env.pod_namespace()),
-    )
-    .await
-    .unwrap();
-    let settings = eventually("the ProviderConfig's kcp block", TIMEOUT, || {
-        let runtime = &runtime;
-        async move {
-            runtime
-                .kcp_settings_from_provider_config()
-                .await
-                .ok()
-                .flatten()
-        }
-    })
-    .await
-    .unwrap();
-    assert_eq!(
-        settings.provider_workspace.as_deref(),
-        Some(env.kcp().unwrap().provider_workspace().path.as_str())
-    );
-    runtime.start_kcp(settings).await.unwrap();
-    let consumers = common::consumers(&env);
-    for ws in &consumers {
-        common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
-        common::wait_ready::<Velero>(&env, [ws], "velero").await;
+    // workspace kubeconfig: the provider is given no kcp flag.
+    let platform = crate::support::platform::<Velero>(velero_config())
+        .modes([Mode::Kcp])
+        .kcp_from_provider_config()
+        .start()
+        .await?;
+    let mut tenants = Vec::new();
+    for workspace in ["consumer-0", "consumer-1"] {
+        let tenant = platform
+            .create_kcp_tenant(workspace, json!({ "version": "1.15.0" }))
+            .await?;
+        tenant.wait_ready().await?;
+        tenants.push(tenant);
     }
     // The platform operator withdraws 1.15.0: every workspace's object says so.
-    let withdraw = json!({ "spec": { "versions": [{ "version": "1.16.1" }] } });
-    configs
-        .patch("velero", &PatchParams::default(), &Patch::Merge(&withdraw))
-        .await
-        .unwrap();
-    for ws in &consumers {
-        let o = common::wait(
-            &common::objects::<Velero>(&env, ws),
-            "velero",
-            |o: Option<&Velero>| {
-                o.and_then(common::ready_condition)
-                    .is_some_and(|(status, _, _)| status == "False")
-            },
-        )
-        .await
-        .unwrap();
-        let (_, reason, message) = common::ready_condition(&o).unwrap();
-        assert_eq!(reason, "InvalidUserInput");
+    let mut withdrawn = velero_config();
+    withdrawn["versions"] = json!([{ "version": "1.16.1" }]);
+    platform.set_provider_config(withdrawn).await?;
+    for tenant in &tenants {
+        let refused = tenant
+            .wait_until("1.15.0 to be refused", |o| {
+                ready_reason(o) == Some("InvalidUserInput")
+            })
+            .await?;
+        let (_, _, message) = ready_condition(&refused).expect("a Ready condition");
         assert!(message.contains("1.16.1"), "{message}");
     }
     // And back.
-    let offer =
-        json!({ "spec": { "versions": [{ "version": "1.15.0" }, { "version": "1.16.1" }] } });
-    configs
-        .patch("velero", &PatchParams::default(), &Patch::Merge(&offer))
-        .await
-        .unwrap();
-    common::wait_ready::<Velero>(&env, &consumers, "velero").await;
-    common::stop(runtime).await;
+    platform.set_provider_config(velero_config()).await?;
+    for tenant in &tenants {
+        tenant.wait_ready().await?;
+    }
+    platform.stop().await;
+    Ok(())
 }

@@ -6,39 +6,47 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use serde_json::json;
+use service_provider::Mode;
+use service_provider::dev::KcpOptions;
 use service_provider::kube::Api;
-use service_provider::kube::api::{DeleteParams, ListParams};
+use service_provider::kube::api::ListParams;
 use service_provider::openmcp::{AccessRequest, ClusterRequest};
+use service_provider::testing::{TestError, eventually, is_ready};
 use service_provider_apiserver::FaultRule;
-use service_provider_apiserver::kcp::KcpOptions;
 
-use crate::common::{self, TIMEOUT};
+use crate::support::TIMEOUT;
 use crate::velero::Velero;
-use service_provider::testing::eventually;
+use crate::velero_config;
 
 const CONSUMERS: usize = 4;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
-    let env = common::env::<Velero>(
-        common::velero_config(),
-        CONSUMERS,
-        KcpOptions::default().shards(2),
-    )
-    .await;
-    let kcp = env.kcp().unwrap().kcp().clone();
-    let consumers = common::consumers(&env);
+async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() -> Result<(), TestError> {
+    let mut platform = crate::support::platform::<Velero>(velero_config())
+        .modes([Mode::Kcp])
+        .kcp_options(KcpOptions::default().shards(2))
+        .start_without_provider()
+        .await?;
+    let kcp = platform.env().kcp().expect("kcp runs").kcp().clone();
+    // The consumers' workspaces are bound before the provider starts.
+    let mut workspaces = Vec::new();
+    for i in 0..CONSUMERS {
+        workspaces.push(
+            platform
+                .create_kcp_workspace(&format!("consumer-{i}"))
+                .await?,
+        );
+    }
     assert!(
-        consumers.iter().any(|c| c.shard == 0) && consumers.iter().any(|c| c.shard == 1),
+        workspaces.iter().any(|w| w.shard() == 0) && workspaces.iter().any(|w| w.shard() == 1),
         "the consumers live on both shards"
     );
-    let (runtime, source) =
-        common::start::<Velero>(&env, common::settings::<Velero>(&env), |_| {}).await;
+    platform.start_provider().await?;
+    let source = platform.kcp_source().expect("kcp mode runs");
     eventually("an endpoint per shard", TIMEOUT, || async {
         (source.endpoint_urls().len() == 2).then_some(())
     })
-    .await
-    .unwrap();
+    .await?;
 
     // Faults: 10% 5xx from every virtual workspace throughout.
     for shard in kcp.shards() {
@@ -46,26 +54,37 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
     }
     // Workspaces on the root shard (which is also the front and holds the provider workspace)
     // get their objects across a restart of that shard and dropped watches.
-    let (on_root, on_other): (Vec<_>, Vec<_>) = consumers.iter().partition(|c| c.shard == 0);
+    let (on_root, on_other): (Vec<_>, Vec<_>) = workspaces.iter().partition(|w| w.shard() == 0);
+    let mut tenants = Vec::new();
     for ws in &on_root {
-        common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
+        tenants.push(
+            ws.create_tenant("velero", json!({ "version": "1.15.0" }))
+                .await?,
+        );
     }
     kcp.shard(0).unwrap().restart().await.unwrap();
     for shard in kcp.shards() {
         shard.drop_watches();
     }
-    common::wait_ready::<Velero>(&env, &on_root, "velero").await;
+    for tenant in &tenants {
+        tenant.wait_ready().await?;
+    }
     // The other shard goes down; its workspaces get objects meanwhile (through the front), its
     // watch history is forgotten, and it comes back: the watches resume into a 410 and list again.
     let other = kcp.shard(1).unwrap();
     let lists_before_410 = object_lists(&other);
     other.stop().await;
     for ws in &on_other {
-        common::create::<Velero>(&env, ws, "velero", json!({ "version": "1.15.0" })).await;
+        tenants.push(
+            ws.create_tenant("velero", json!({ "version": "1.15.0" }))
+                .await?,
+        );
     }
     other.expire_resource_versions();
     other.start().await.unwrap();
-    common::wait_ready::<Velero>(&env, &consumers, "velero").await;
+    for tenant in &tenants {
+        tenant.wait_ready().await?;
+    }
     // The watch resumed from a resourceVersion the shard had forgotten: it got 410 Expired and
     // listed again (kube's watcher lists only after a 410; the endpoints did not change).
     assert!(
@@ -88,30 +107,17 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
         })
     };
     // Changes still arrive through the dropped and expired watches.
-    for ws in &consumers {
-        common::objects::<Velero>(&env, ws)
-            .patch(
-                "velero",
-                &Default::default(),
-                &service_provider::kube::api::Patch::Merge(
-                    json!({ "spec": { "version": "1.16.1" } }),
-                ),
-            )
-            .await
-            .unwrap();
+    for tenant in &tenants {
+        tenant.set_spec(json!({ "version": "1.16.1" })).await?;
     }
-    for ws in &consumers {
-        let o = common::wait(
-            &common::objects::<Velero>(&env, ws),
-            "velero",
-            |o: Option<&Velero>| {
-                common::ready(o) && o.is_some_and(|o| o.metadata.generation == Some(2))
-            },
-        )
-        .await
-        .unwrap();
+    for tenant in &tenants {
+        let upgraded = tenant
+            .wait_until("1.16.1 to be Ready", |o| {
+                is_ready(o) && o.metadata.generation == Some(2)
+            })
+            .await?;
         assert_eq!(
-            o.status.unwrap().extra.installed_version.as_deref(),
+            upgraded.status.unwrap().extra.installed_version.as_deref(),
             Some("1.16.1")
         );
     }
@@ -122,36 +128,30 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
     );
 
     // Everything deleted, under the same faults: nothing orphaned.
-    for ws in &consumers {
-        common::objects::<Velero>(&env, ws)
-            .delete("velero", &DeleteParams::default())
-            .await
-            .unwrap();
+    for tenant in &tenants {
+        tenant.delete().await?;
     }
-    for ws in &consumers {
-        common::wait(
-            &common::objects::<Velero>(&env, ws),
-            "velero",
-            |o: Option<&Velero>| o.is_none(),
-        )
-        .await;
+    for tenant in &tenants {
+        tenant.wait_gone().await?;
     }
     chaos.abort();
     for shard in kcp.shards() {
         shard.vw_faults().clear();
     }
-    for ws in &consumers {
-        let sas: Api<ServiceAccount> = Api::namespaced(common::admin(&env, ws), "openmcp-system");
+    for ws in &workspaces {
         assert!(
-            sas.get_opt("velero").await.unwrap().is_none(),
+            ws.cluster()
+                .get_opt::<ServiceAccount>("openmcp-system/velero")
+                .await?
+                .is_none(),
             "no ServiceAccount left in {}",
-            ws.path
+            ws.path()
         );
     }
     let managed = ListParams::default().labels("openmcp.cloud/managed-by=velero");
     eventually("the access requests to be gone", TIMEOUT, || {
         let managed = managed.clone();
-        let platform = env.platform().client();
+        let platform = platform.platform().client();
         async move {
             let ars = Api::<AccessRequest>::all(platform.clone())
                 .list(&managed)
@@ -164,15 +164,10 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
             (ars.items.is_empty() && crs.items.is_empty()).then_some(())
         }
     })
-    .await
-    .unwrap();
-    for workload in env.workload_clusters() {
-        if let Ok(namespaces) = Api::<Namespace>::all(workload.client())
-            .list(&ListParams::default())
-            .await
-        {
+    .await?;
+    for workload in platform.workload_clusters() {
+        if let Ok(namespaces) = workload.list::<Namespace>(None).await {
             let left: Vec<String> = namespaces
-                .items
                 .into_iter()
                 .filter_map(|n| n.metadata.name)
                 .filter(|n| n.starts_with("velero-"))
@@ -182,12 +177,11 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
     }
     // Once the watches caught up, nothing is left to reconcile.
     eventually("the caches to catch up", TIMEOUT, || async {
-        service_provider_runtime::controller::Source::keys(&*source)
+        service_provider_runtime::controller::Source::keys(source)
             .is_empty()
             .then_some(())
     })
-    .await
-    .unwrap();
+    .await?;
     // The faults did happen.
     let mut refused = 0;
     let mut watches = 0;
@@ -219,7 +213,8 @@ async fn every_object_gets_ready_under_faults_and_nothing_is_orphaned() {
         lists > 2,
         "a resume from a forgotten resourceVersion listed again ({lists})"
     );
-    common::stop(runtime).await;
+    platform.stop().await;
+    Ok(())
 }
 
 /// Successful lists of the Service API objects through a shard's virtual workspace.

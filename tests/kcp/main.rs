@@ -10,7 +10,6 @@ mod velero;
 
 mod binding;
 mod classic;
-mod common;
 mod config;
 mod faults;
 mod lifecycle;

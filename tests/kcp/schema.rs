@@ -5,15 +5,14 @@
 //! workspace.
 
 use serde_json::json;
+use service_provider::Mode;
 use service_provider::kube::Api;
 use service_provider::kube::api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use service_provider::manifests::api_resource_schema;
-use service_provider_apiserver::kcp::KcpOptions;
+use service_provider::testing::{TestError, eventually, is_ready, wait_for_object};
 use service_provider_runtime::kcp_api::{APIResourceSchema, v1alpha2};
 
-use crate::common;
-use service_provider::Mode;
-use service_provider::testing::{TestError, eventually, wait_for_object};
+use crate::support::{TIMEOUT, ready};
 
 /// The provider as first released.
 mod v1 {
@@ -149,11 +148,11 @@ async fn an_additive_version_serves_beside_the_old_one_in_every_workspace() -> R
     // Written at v1alpha1, reconciled at v1alpha2.
     let mut widget = DynamicObject::new("old", &old);
     widget.data = json!({ "spec": { "size": 3, "color": "red" } });
-    eventually("v1alpha1 to be served", common::TIMEOUT, || async {
+    eventually("v1alpha1 to be served", TIMEOUT, || async {
         v1alpha1.create(&PostParams::default(), &widget).await.ok()
     })
     .await?;
-    let ready = wait_for_object(ws.api(), "old", common::TIMEOUT, common::ready)
+    let ready = wait_for_object(ws.api(), "old", TIMEOUT, ready)
         .await?
         .expect("it exists");
     assert_eq!(
@@ -181,48 +180,40 @@ async fn an_additive_version_serves_beside_the_old_one_in_every_workspace() -> R
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_new_field_gets_a_new_schema_and_existing_bindings_serve_it() {
-    let env =
-        common::env::<v1::Widget>(json!({ "pollInterval": "1m" }), 2, KcpOptions::default()).await;
-    let consumers = common::consumers(&env);
-    let mut settings = common::settings::<v1::Widget>(&env);
-    settings.provision = true;
-    let (runtime, _) = common::start::<v1::Widget>(&env, settings, |_| {}).await;
-    for ws in &consumers {
-        common::create::<v1::Widget>(&env, ws, "widget", json!({ "size": 1 })).await;
-        common::wait(
-            &common::objects::<v1::Widget>(&env, ws),
-            "widget",
-            common::ready::<v1::Widget>,
-        )
-        .await;
+async fn a_new_field_gets_a_new_schema_and_existing_bindings_serve_it() -> Result<(), TestError> {
+    let platform = crate::support::platform::<v1::Widget>(json!({ "pollInterval": "1m" }))
+        .modes([Mode::Kcp])
+        .kcp_provision()
+        .start()
+        .await?;
+    let mut tenants = Vec::new();
+    for workspace in ["consumer-0", "consumer-1"] {
+        let tenant = platform
+            .create_kcp_tenant(workspace, json!({ "size": 1 }))
+            .await?;
+        tenant.wait_ready().await?;
+        tenants.push(tenant);
     }
-    common::stop(runtime).await;
 
     // The next release starts and provisions its schema.
     let old_schema = api_resource_schema::<v1::Widget>().metadata.name.unwrap();
     let new_schema = api_resource_schema::<v2::Widget>().metadata.name.unwrap();
     assert_ne!(old_schema, new_schema, "the schema is content-addressed");
-    let mut settings = common::settings::<v2::Widget>(&env);
-    settings.provision = true;
-    let (runtime, _) = common::start::<v2::Widget>(&env, settings, |_| {}).await;
-    let provider = env
-        .kcp()
-        .unwrap()
-        .client(&env.kcp().unwrap().provider_workspace().path);
+    let platform = platform.upgrade::<v2::Widget>().await?;
+    let kcp = platform.env().kcp().expect("kcp runs");
+    let provider = kcp.client(&kcp.provider_workspace().path);
     let schemas: Api<APIResourceSchema> = Api::all(provider.clone());
     assert!(
-        schemas.get_opt(&old_schema).await.unwrap().is_some(),
+        schemas.get_opt(&old_schema).await?.is_some(),
         "the old schema stays"
     );
     assert!(
-        schemas.get_opt(&new_schema).await.unwrap().is_some(),
+        schemas.get_opt(&new_schema).await?.is_some(),
         "the new schema is created"
     );
     let export: v1alpha2::APIExport = Api::all(provider)
-        .get(env.kcp().unwrap().export_name().unwrap())
-        .await
-        .unwrap();
+        .get(kcp.export_name().expect("an export"))
+        .await?;
     assert_eq!(export.spec.resources.len(), 1);
     assert_eq!(
         export.spec.resources[0].schema, new_schema,
@@ -231,36 +222,33 @@ async fn a_new_field_gets_a_new_schema_and_existing_bindings_serve_it() {
 
     // The existing bindings serve the new field (once kcp has followed the export).
     let resource = ApiResource::erase::<v2::Widget>(&());
-    for (i, ws) in consumers.iter().enumerate() {
+    for (i, tenant) in tenants.iter().enumerate() {
+        let tenant = tenant.as_release::<v2::Widget>()?;
         let raw: Api<DynamicObject> =
-            Api::namespaced_with(common::admin(&env, ws), "default", &resource);
+            Api::namespaced_with(tenant.mcp().client(), tenant.namespace(), &resource);
         let color = format!("colour-{i}");
-        eventually("the new field to be served", common::TIMEOUT, || {
+        eventually("the new field to be served", TIMEOUT, || {
             let raw = raw.clone();
             let color = color.clone();
+            let name = tenant.name().to_owned();
             async move {
                 let patch = json!({ "spec": { "color": color, "size": 2 } });
-                raw.patch("widget", &PatchParams::default(), &Patch::Merge(&patch))
+                raw.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
                     .ok()?;
-                let stored = raw.get("widget").await.ok()?;
+                let stored = raw.get(&name).await.ok()?;
                 (stored.data["spec"]["color"] == json!(color)).then_some(())
             }
         })
-        .await
-        .unwrap();
+        .await?;
         // And the objects keep reconciling, under the new release.
-        let ready = common::wait(
-            &common::objects::<v2::Widget>(&env, ws),
-            "widget",
-            |o: Option<&v2::Widget>| {
-                common::ready(o)
-                    && o.is_some_and(|o| o.spec.color.is_some() && o.metadata.generation >= Some(2))
-            },
-        )
-        .await
-        .unwrap();
+        let ready = tenant
+            .wait_until("the new field to be reconciled", |o| {
+                is_ready(o) && o.spec.color.is_some() && o.metadata.generation >= Some(2)
+            })
+            .await?;
         assert_eq!(ready.spec.color.as_deref(), Some(color.as_str()));
     }
-    common::stop(runtime).await;
+    platform.stop().await;
+    Ok(())
 }

@@ -1,9 +1,8 @@
-//! What the end-to-end test binaries (`tests/standard`, `tests/kcp`) share: the timeouts, logs,
-//! the provider's platform client, stopping a runtime, and the conditions they wait for. Each
-//! binary loads it with `#[path]` as `support` (the kcp suite also re-exports it from its
-//! `common` module, which it still has). The waits are the
-//! author's test kit's (`service_provider::testing`), with a panic for a test that cannot go on
-//! (the kit's `eventually` is called directly: `.unwrap()` prints its message).
+//! What the end-to-end test binaries (`tests/standard`, `tests/kcp`) share: the timeout, logs,
+//! the kit's platform with this suite's logs, and the conditions they wait for. Each binary
+//! loads it with `#[path]` as `support`. The waits are the author's test kit's
+//! (`service_provider::testing`), with a panic for a test that cannot go on (the kit's
+//! `eventually` is called directly: `.unwrap()` prints its message).
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -11,11 +10,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use service_provider::dev::TestEnv;
 use service_provider::kube::{Api, Resource};
 use service_provider::testing::{TestPlatform, TestPlatformBuilder};
 use service_provider::{Reconcile, ServiceProvider};
-use service_provider_runtime::cli::run::Runtime;
 
 /// Generous: the whole suite shares two cores.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(120);
@@ -35,26 +32,6 @@ pub(crate) fn logs() {
 pub(crate) fn platform<P: Reconcile>(config: impl Serialize) -> TestPlatformBuilder<P> {
     logs();
     TestPlatform::builder().provider_config(config)
-}
-
-/// The provider's platform client: its ServiceAccount, bound to the generated ClusterRole only.
-pub(crate) async fn provider_platform_client(env: &TestEnv) -> service_provider::kube::Client {
-    let kubeconfig = env
-        .provider()
-        .expect("a provider is installed")
-        .platform_kubeconfig();
-    service_provider_runtime::access::clients::ClientFactory::new()
-        .client(kubeconfig.as_bytes())
-        .await
-        .expect("the provider's kubeconfig works")
-}
-
-/// Stops a runtime and waits until its reconciles finished.
-pub(crate) async fn stop<P: Reconcile>(runtime: Runtime<P>) {
-    runtime.shutdown();
-    tokio::time::timeout(TIMEOUT, runtime.wait())
-        .await
-        .expect("the runtime stops");
 }
 
 /// Ready, for the object's current generation.
