@@ -183,7 +183,6 @@ pub fn workspace_kubeconfig_stem(path: &str) -> String {
     format!("kcp-{}", path.replace(':', "-"))
 }
 
-/// Starts kcp, the workspaces, and (for a kcp provider) the export, bindings and identity.
 /// What a provider release puts into its kcp provider workspace: the APIResourceSchema, the
 /// APIExport pointing at it, and the ClusterRole of the provider's identity there.
 struct KcpRelease<'a> {
@@ -237,6 +236,7 @@ impl<'a> KcpRelease<'a> {
     }
 }
 
+/// Starts kcp, the workspaces, and (for a kcp provider) the export, bindings and identity.
 pub(crate) async fn start(
     setup: &KcpSetup,
     provider: Option<(&str, &[Manifest])>,
