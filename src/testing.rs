@@ -842,20 +842,13 @@ impl<P: Reconcile> TestPlatformBuilder<P> {
         } else {
             None
         };
-        Ok(TestPlatform {
-            shared: Arc::new(Shared {
-                provider_name: provider.name().to_owned(),
-                env,
-                timeout,
-                kcp_block,
-            }),
-            runtime: None,
-            kcp_source: None,
-            run: self.run,
-            modes,
-            replicas: std::sync::atomic::AtomicUsize::new(0),
-            handed_over: false,
-        })
+        let shared = Arc::new(Shared {
+            provider_name: provider.name().to_owned(),
+            env,
+            timeout,
+            kcp_block,
+        });
+        Ok(TestPlatform::stopped(shared, self.run, modes))
     }
 }
 
@@ -980,6 +973,19 @@ impl<P: Reconcile> fmt::Debug for TestPlatform<P> {
 }
 
 impl<P: Reconcile> TestPlatform<P> {
+    /// The platform `shared`, with the provider not running yet.
+    fn stopped(shared: Arc<Shared>, run: RunSettings, modes: Vec<Mode>) -> Self {
+        TestPlatform {
+            shared,
+            runtime: None,
+            kcp_source: None,
+            run,
+            modes,
+            replicas: std::sync::atomic::AtomicUsize::new(0),
+            handed_over: false,
+        }
+    }
+
     /// A builder, for a ProviderConfig, modes or a timeout other than the defaults.
     ///
     /// ```
@@ -1075,17 +1081,14 @@ impl<P: Reconcile> TestPlatform<P> {
                 self.modes
             )));
         }
-        let (namespace, name) = match name.split_once('/') {
-            Some((ns, n)) => (ns.to_owned(), n.to_owned()),
-            None => (DEFAULT_TENANT_NAMESPACE.to_owned(), name.to_owned()),
-        };
+        let (namespace, name) = object_key(name, DEFAULT_TENANT_NAMESPACE);
         let spec = spec_value(spec)?;
         let env = &self.shared.env;
-        let mcp = env.create_control_plane(&namespace, &name).await?;
+        let mcp = env.create_control_plane(namespace, name).await?;
         let tenant = Tenant {
             shared: self.shared.clone(),
-            identity: Identity::standard(&namespace, &name),
-            api: Api::namespaced(env.onboarding().client(), &namespace),
+            identity: Identity::standard(namespace, name),
+            api: Api::namespaced(env.onboarding().client(), namespace),
             cluster: Cluster::from_handle("mcp", &mcp, self.shared.timeout),
             timeout: self.shared.timeout,
         };
@@ -1418,15 +1421,8 @@ impl<P: Reconcile> TestPlatform<P> {
                 .await?;
         }
         self.handed_over = true;
-        let mut next = TestPlatform::<Q> {
-            shared: self.shared.clone(),
-            runtime: None,
-            kcp_source: None,
-            run: self.run.clone(),
-            modes: self.modes.clone(),
-            replicas: std::sync::atomic::AtomicUsize::new(0),
-            handed_over: false,
-        };
+        let mut next =
+            TestPlatform::<Q>::stopped(self.shared.clone(), self.run.clone(), self.modes.clone());
         next.start_provider().await?;
         Ok(next)
     }
@@ -1815,6 +1811,11 @@ fn same_service_api<P: ServiceProvider, Q: ServiceProvider>(caller: &str) -> Res
     )))
 }
 
+/// The namespace and name of a tenant's object given as `namespace/name` or `name`.
+fn object_key<'a>(key: &'a str, default_namespace: &'a str) -> (&'a str, &'a str) {
+    key.split_once('/').unwrap_or((default_namespace, key))
+}
+
 fn spec_value(spec: impl Serialize) -> Result<Value, TestError> {
     serde_json::to_value(spec)
         .map_err(|e| TestError::Usage(format!("the spec does not serialize to JSON: {e}")))
@@ -1861,7 +1862,7 @@ impl<P: ServiceProvider> KcpWorkspace<P> {
         name: &str,
         spec: impl Serialize,
     ) -> Result<Tenant<P>, TestError> {
-        let (namespace, name) = name.split_once('/').unwrap_or(("default", name));
+        let (namespace, name) = object_key(name, "default");
         let spec = spec_value(spec)?;
         let tenant = Tenant {
             shared: self.shared.clone(),

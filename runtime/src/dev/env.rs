@@ -656,8 +656,8 @@ impl TestEnv {
     /// Rolls out the next release `Q` of the installed provider as its `init` does: `Q`'s CRDs
     /// applied on the platform and onboarding clusters (and Established), its platform
     /// ClusterRole applied (still bound to the provider's ServiceAccount). What it puts into a
-    /// kcp provider workspace is [`crate::dev::KcpEnv::roll_out`]. A release whose versions convert through
-    /// a webhook is refused: the environment serves the first release's webhook only.
+    /// kcp provider workspace is [`KcpEnv::roll_out`]. A release whose versions convert
+    /// through a webhook is refused: the environment serves the first release's webhook only.
     pub async fn roll_out<Q: ServiceProvider>(&self) -> Result<(), DevError> {
         if self.provider.is_none() {
             return Err(DevError::Start(
@@ -876,7 +876,6 @@ impl LocalConversionWebhook {
     }
 }
 
-/// What `init` would have done for the provider, plus its platform identity.
 /// A provider's CRDs by their `openmcp.cloud/cluster` label, as `init` routes them: those of
 /// the platform cluster, then those of the onboarding cluster.
 fn crds_by_cluster(
@@ -939,6 +938,7 @@ async fn apply_platform_role(
     Ok(role)
 }
 
+/// What `init` would have done for the provider, plus its platform identity.
 async fn setup_provider(
     p: &ProviderSetup,
     platform: &ClusterHandle,
